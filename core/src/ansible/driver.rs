@@ -1,0 +1,183 @@
+//! The one driver every module binary calls: read the args file, validate, run, print.
+//!
+//! It guarantees Ansible's contract: exactly one JSON object on stdout, logs on stderr, and a
+//! `{"failed": true}` object even when the module errs or panics.
+
+use super::mask::{mask, masked_args, secrets};
+use super::result::{Outcome, failure_json};
+use super::spec::ModuleSpec;
+use super::validate::validate;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use std::io::Write;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// What a module knows about its invocation besides its own parameters.
+#[derive(Debug, Clone, Default)]
+pub struct Invocation {
+    pub check_mode: bool,
+    pub diff: bool,
+    pub verbosity: u8,
+    pub no_log: bool,
+    pub tmpdir: Option<PathBuf>,
+}
+
+/// Set to any value, the driver panics inside the module body. It exists to prove, in tests,
+/// that a panic still yields `{"failed": true}`.
+pub const FORCE_PANIC_ENV: &str = "REFIT_FORCE_PANIC";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ArgsError {
+    #[error("cannot read the args file {path}: {source}; Ansible passes it as the only argument")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "the args file {path} is not valid JSON: {source}; it must be one JSON object of parameters"
+    )]
+    Json {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error(
+        "the args file {0} holds JSON that is not an object; it must be one JSON object of parameters"
+    )]
+    NotObject(PathBuf),
+}
+
+/// Splits an args file into the user's parameters and the invocation's internal keys.
+pub fn read_args(path: &Path) -> Result<(Map<String, Value>, Invocation, bool), ArgsError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ArgsError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let value: Value = serde_json::from_str(&text).map_err(|source| ArgsError::Json {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let Value::Object(all) = value else {
+        return Err(ArgsError::NotObject(path.to_path_buf()));
+    };
+    let mut params = Map::new();
+    let mut inv = Invocation::default();
+    let mut ignore_unknown = false;
+    let flag = |v: &Value| super::validate::coerce_bool(v).unwrap_or(false);
+    for (k, v) in all {
+        match k.as_str() {
+            "_ansible_check_mode" => inv.check_mode = flag(&v),
+            "_ansible_diff" => inv.diff = flag(&v),
+            "_ansible_no_log" => inv.no_log = flag(&v),
+            "_ansible_verbosity" => inv.verbosity = v.as_u64().unwrap_or(0).min(9) as u8,
+            "_ansible_tmpdir" => inv.tmpdir = v.as_str().map(PathBuf::from),
+            "_ansible_ignore_unknown_opts" => ignore_unknown = flag(&v),
+            // Other internal keys come and go with ansible-core versions.
+            _ if k.starts_with("_ansible_") => {}
+            _ => {
+                params.insert(k, v);
+            }
+        }
+    }
+    Ok((params, inv, ignore_unknown))
+}
+
+/// Runs a module: `body` gets typed parameters and the invocation, and returns its outcome.
+/// Errors become `failed` results whose message is the error's text.
+pub fn run<P, E, F>(spec: &ModuleSpec, body: F) -> ExitCode
+where
+    P: DeserializeOwned,
+    E: std::fmt::Display,
+    F: FnOnce(P, &Invocation) -> Result<Outcome, E>,
+{
+    let argv: Vec<String> = std::env::args().collect();
+    let result = match argv.get(1).map(String::as_str) {
+        Some("--help" | "-h") => return print_text(&spec.help()),
+        Some("--version" | "-V") => {
+            return print_text(&format!(
+                "{} (refit.containers) {}\n",
+                spec.name,
+                env!("CARGO_PKG_VERSION")
+            ));
+        }
+        Some(path) => run_file(spec, Path::new(path), body),
+        None => failure_json(&format!(
+            "{} is an Ansible module: run it as `{} ARGS_FILE`, or see `{} --help`",
+            spec.name, spec.name, spec.name
+        )),
+    };
+    let failed = result
+        .get("failed")
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    let mut out = std::io::stdout().lock();
+    // Nothing useful can be done if stdout is gone; Ansible then reports the missing output.
+    let _ = writeln!(out, "{result}");
+    let _ = out.flush();
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn run_file<P, E, F>(spec: &ModuleSpec, path: &Path, body: F) -> Value
+where
+    P: DeserializeOwned,
+    E: std::fmt::Display,
+    F: FnOnce(P, &Invocation) -> Result<Outcome, E>,
+{
+    let (mut raw, inv, ignore_unknown) = match read_args(path) {
+        Ok(x) => x,
+        Err(e) => return failure_json(&e.to_string()),
+    };
+    crate::logging::init(inv.verbosity);
+    if ignore_unknown {
+        raw.retain(|k, _| spec.option(k).is_some());
+    }
+    let params = match validate(spec, &raw) {
+        Ok(p) => p,
+        Err(e) => return failure_json(&e.to_string()),
+    };
+    let secrets = secrets(spec.options, &params);
+    let module_args = masked_args(spec.options, &params);
+    let typed: P = match serde_json::from_value(Value::Object(params)) {
+        Ok(p) => p,
+        Err(e) => {
+            return failure_json(&format!("{}: parameters could not be read: {e}", spec.name));
+        }
+    };
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        if std::env::var_os(FORCE_PANIC_ENV).is_some() {
+            panic!("{FORCE_PANIC_ENV} is set");
+        }
+        body(typed, &inv)
+    }));
+    let mut json = match outcome {
+        Ok(Ok(o)) => o.into_json(inv.diff, module_args),
+        Ok(Err(e)) => Outcome::default()
+            .failed(e.to_string())
+            .into_json(false, module_args),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown panic");
+            failure_json(&format!(
+                "{} hit an internal error: {what}. This is a bug in refit; please report it with this message",
+                spec.name
+            ))
+        }
+    };
+    mask(&mut json, &secrets);
+    json
+}
+
+fn print_text(text: &str) -> ExitCode {
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,105 @@
+//! `no_log` masking: a secret's value never leaves the module in the clear.
+//!
+//! A value equal to a secret becomes `VALUE_SPECIFIED_IN_NO_LOG_PARAMETER`, as Ansible does;
+//! a secret inside a longer string (a unit file in a diff, say) becomes `********`.
+
+use super::spec::{Kind, OptionSpec};
+use serde_json::{Map, Value};
+
+pub const MASKED_VALUE: &str = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER";
+pub const MASKED_SUBSTRING: &str = "********";
+
+/// Collects the secret strings held by `no_log` options, in nested options too.
+pub fn secrets(options: &[OptionSpec], params: &Map<String, Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    for o in options {
+        let Some(v) = params.get(o.name) else {
+            continue;
+        };
+        if o.no_log {
+            collect_strings(v, &mut out);
+        } else if !o.suboptions.is_empty() {
+            for item in v.as_array().into_iter().flatten() {
+                if let Some(m) = item.as_object() {
+                    out.extend(secrets(o.suboptions, m));
+                }
+            }
+        }
+    }
+    // Masking "" or a single character would shred the whole result.
+    out.retain(|s| s.len() > 1);
+    out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    out.dedup();
+    out
+}
+
+fn collect_strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Number(n) => out.push(n.to_string()),
+        Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
+        Value::Object(m) => m.values().for_each(|x| collect_strings(x, out)),
+        _ => {}
+    }
+}
+
+/// Masks every secret in `v`, recursively.
+pub fn mask(v: &mut Value, secrets: &[String]) {
+    if secrets.is_empty() {
+        return;
+    }
+    match v {
+        Value::String(s) => {
+            if secrets.iter().any(|x| x == s) {
+                *s = MASKED_VALUE.to_string();
+            } else {
+                for x in secrets {
+                    if s.contains(x.as_str()) {
+                        *s = s.replace(x.as_str(), MASKED_SUBSTRING);
+                    }
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| mask(x, secrets)),
+        Value::Object(m) => m.values_mut().for_each(|x| mask(x, secrets)),
+        _ => {}
+    }
+}
+
+/// The `invocation.module_args` Ansible shows: `no_log` options replaced whole.
+pub fn masked_args(options: &[OptionSpec], params: &Map<String, Value>) -> Map<String, Value> {
+    let mut out = params.clone();
+    for o in options {
+        let Some(v) = out.get_mut(o.name) else {
+            continue;
+        };
+        if o.no_log {
+            *v = Value::from(MASKED_VALUE);
+        } else if !o.suboptions.is_empty() && matches!(o.kind, Kind::List(_)) {
+            for item in v.as_array_mut().into_iter().flatten() {
+                if let Some(m) = item.as_object_mut() {
+                    *m = masked_args(o.suboptions, m);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn whole_values_and_substrings_are_masked() {
+        let secrets = vec!["hunter22".to_string()];
+        let mut v =
+            json!({"a": "hunter22", "diff": {"after": "Environment=PW=hunter22\n"}, "n": 3});
+        mask(&mut v, &secrets);
+        assert_eq!(
+            v,
+            json!({"a": MASKED_VALUE, "diff": {"after": "Environment=PW=********\n"}, "n": 3})
+        );
+    }
+}

@@ -1,0 +1,12 @@
+//! The Ansible module protocol: the args file, the argument spec, validation and coercion,
+//! `no_log` masking and the result object. It knows nothing of units, systemd or podman.
+
+pub mod driver;
+pub mod mask;
+pub mod result;
+pub mod spec;
+pub mod validate;
+
+pub use driver::{Invocation, run};
+pub use result::{Diff, Outcome};
+pub use spec::{Default, Elem, Kind, ModuleSpec, OptionSpec, RequiredIf};

@@ -1,0 +1,319 @@
+//! Validation and coercion of module parameters, the way AnsibleModule does it.
+//!
+//! Input is the args file's JSON object; output is a map keyed by canonical option names, with
+//! defaults filled in and every value coerced to its option's kind. It never touches the host.
+
+use super::spec::{Elem, Kind, ModuleSpec, OptionSpec, find_option};
+use serde_json::{Map, Value};
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ParamError {
+    #[error(
+        "Unsupported parameters for ({module}) module: {unknown}. Supported parameters include: {supported}."
+    )]
+    Unsupported {
+        module: String,
+        unknown: String,
+        supported: String,
+    },
+    #[error("missing required arguments: {0}")]
+    Missing(String),
+    #[error(
+        "argument '{name}' is of type {found} and we were unable to convert to {wanted}: {detail}"
+    )]
+    Type {
+        name: String,
+        found: &'static str,
+        wanted: &'static str,
+        detail: String,
+    },
+    #[error("value of {name} must be one of: {choices}, got: {got}")]
+    Choice {
+        name: String,
+        choices: String,
+        got: String,
+    },
+    #[error("parameters are mutually exclusive: {0}")]
+    MutuallyExclusive(String),
+    #[error("one of the following is required: {0}")]
+    RequiredOneOf(String),
+    #[error("{option} is {value} but all of the following are missing: {missing}")]
+    RequiredIf {
+        option: String,
+        value: String,
+        missing: String,
+    },
+    #[error(
+        "argument '{0}' must be an absolute path, got '{1}'; give the full path starting with /"
+    )]
+    RelativePath(String, String),
+}
+
+/// Validates `args` (user parameters only; internal keys already removed) against the spec.
+pub fn validate(
+    spec: &ModuleSpec,
+    args: &Map<String, Value>,
+) -> Result<Map<String, Value>, ParamError> {
+    let params = validate_options(spec.name, spec.options, args, "")?;
+    check_constraints(spec, &params)?;
+    Ok(params)
+}
+
+fn validate_options(
+    module: &str,
+    options: &[OptionSpec],
+    args: &Map<String, Value>,
+    context: &str,
+) -> Result<Map<String, Value>, ParamError> {
+    let unknown: Vec<&str> = args
+        .keys()
+        .filter(|k| find_option(options, k).is_none())
+        .map(String::as_str)
+        .collect();
+    if !unknown.is_empty() {
+        let mut unknown: Vec<String> = unknown.iter().map(|k| format!("{context}{k}")).collect();
+        unknown.sort();
+        return Err(ParamError::Unsupported {
+            module: module.to_string(),
+            unknown: unknown.join(", "),
+            supported: supported_list(options),
+        });
+    }
+    let mut out = Map::new();
+    let mut missing = Vec::new();
+    for o in options {
+        let given = std::iter::once(o.name)
+            .chain(o.aliases.iter().copied())
+            .find_map(|k| args.get(k))
+            .filter(|v| !v.is_null());
+        let name = format!("{context}{}", o.name);
+        match given {
+            Some(v) => {
+                let v = coerce(&name, o, v)?;
+                let v = if o.suboptions.is_empty() {
+                    v
+                } else {
+                    validate_suboptions(module, o, &name, v)?
+                };
+                out.insert(o.name.to_string(), v);
+            }
+            None if o.required => missing.push(name),
+            None => {
+                if let Some(d) = o.default.to_value() {
+                    out.insert(o.name.to_string(), d);
+                }
+            }
+        }
+    }
+    if !missing.is_empty() {
+        return Err(ParamError::Missing(missing.join(", ")));
+    }
+    Ok(out)
+}
+
+fn validate_suboptions(
+    module: &str,
+    o: &OptionSpec,
+    name: &str,
+    v: Value,
+) -> Result<Value, ParamError> {
+    let Value::Array(items) = v else { return Ok(v) };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let map = item.as_object().cloned().unwrap_or_default();
+        let sub = validate_options(module, o.suboptions, &map, &format!("{name}[{i}]."))?;
+        out.push(Value::Object(sub));
+    }
+    Ok(Value::Array(out))
+}
+
+fn supported_list(options: &[OptionSpec]) -> String {
+    let mut names: Vec<String> = options
+        .iter()
+        .map(|o| {
+            if o.aliases.is_empty() {
+                o.name.to_string()
+            } else {
+                format!("{} ({})", o.name, o.aliases.join(", "))
+            }
+        })
+        .collect();
+    names.sort();
+    names.join(", ")
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "NoneType",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::String(_) => "str",
+        Value::Array(_) => "list",
+        Value::Object(_) => "dict",
+    }
+}
+
+fn coerce(name: &str, o: &OptionSpec, v: &Value) -> Result<Value, ParamError> {
+    let type_err = |wanted: &'static str, detail: String| ParamError::Type {
+        name: name.to_string(),
+        found: type_name(v),
+        wanted,
+        detail,
+    };
+    let coerced = match o.kind {
+        Kind::Raw => v.clone(),
+        Kind::Str | Kind::Path => {
+            let s = coerce_str(v).ok_or_else(|| type_err("str", format!("{v} is not a string")))?;
+            if o.kind == Kind::Path && !s.starts_with('/') {
+                return Err(ParamError::RelativePath(name.to_string(), s));
+            }
+            Value::String(s)
+        }
+        Kind::Bool => Value::Bool(coerce_bool(v).ok_or_else(|| {
+            type_err(
+                "bool",
+                format!("{v} is not a valid boolean; use yes/no, true/false, on/off or 1/0"),
+            )
+        })?),
+        Kind::Int => Value::from(
+            coerce_int(v)
+                .ok_or_else(|| type_err("int", format!("{v} cannot be converted to an int")))?,
+        ),
+        Kind::Dict => coerce_dict(v)
+            .ok_or_else(|| type_err("dict", format!("{v} cannot be converted to a dict")))?,
+        Kind::List(elem) => {
+            let items = match v {
+                Value::Array(a) => a.clone(),
+                // AnsibleModule splits a string list on commas.
+                Value::String(s) => s.split(',').map(|p| Value::from(p.trim())).collect(),
+                other => vec![other.clone()],
+            };
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let elem_err = |wanted: &'static str| ParamError::Type {
+                    name: format!("{name}[{i}]"),
+                    found: type_name(item),
+                    wanted,
+                    detail: format!("{item} is not a valid {wanted}"),
+                };
+                out.push(match elem {
+                    Elem::Str => Value::String(coerce_str(item).ok_or_else(|| elem_err("str"))?),
+                    Elem::Int => Value::from(coerce_int(item).ok_or_else(|| elem_err("int"))?),
+                    Elem::Dict => coerce_dict(item).ok_or_else(|| elem_err("dict"))?,
+                });
+            }
+            Value::Array(out)
+        }
+    };
+    if !o.choices.is_empty() {
+        let got = match &coerced {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        if !o.choices.contains(&got.as_str()) {
+            return Err(ParamError::Choice {
+                name: name.to_string(),
+                choices: o.choices.join(", "),
+                got,
+            });
+        }
+    }
+    Ok(coerced)
+}
+
+fn coerce_str(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(if *b { "True" } else { "False" }.to_string()),
+        _ => None,
+    }
+}
+
+/// AnsibleModule's BOOLEANS_TRUE and BOOLEANS_FALSE, compared without case.
+pub fn coerce_bool(v: &Value) -> Option<bool> {
+    match v {
+        Value::Bool(b) => Some(*b),
+        Value::Number(n) => match n.as_f64() {
+            Some(1.0) => Some(true),
+            Some(0.0) => Some(false),
+            _ => None,
+        },
+        Value::String(s) => match s.to_ascii_lowercase().as_str() {
+            "y" | "yes" | "on" | "1" | "true" | "t" => Some(true),
+            "n" | "no" | "off" | "0" | "false" | "f" => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn coerce_int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n
+            .as_i64()
+            .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64)),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn coerce_dict(v: &Value) -> Option<Value> {
+    match v {
+        Value::Object(_) => Some(v.clone()),
+        // AnsibleModule accepts a JSON string or "k=v, k2=v2".
+        Value::String(s) if s.trim_start().starts_with('{') => serde_json::from_str(s).ok(),
+        Value::String(s) => {
+            let mut m = Map::new();
+            for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                let (k, val) = pair.split_once('=')?;
+                m.insert(k.trim().to_string(), Value::from(val.trim()));
+            }
+            Some(Value::Object(m))
+        }
+        _ => None,
+    }
+}
+
+fn check_constraints(spec: &ModuleSpec, params: &Map<String, Value>) -> Result<(), ParamError> {
+    let set = |k: &str| params.get(k).is_some_and(|v| !v.is_null());
+    for group in spec.mutually_exclusive {
+        let given: Vec<&str> = group
+            .iter()
+            .copied()
+            .filter(|k| given_explicitly(spec, params, k))
+            .collect();
+        if given.len() > 1 {
+            return Err(ParamError::MutuallyExclusive(given.join("|")));
+        }
+    }
+    for group in spec.required_one_of {
+        if !group.iter().any(|k| set(k)) {
+            return Err(ParamError::RequiredOneOf(group.join(", ")));
+        }
+    }
+    for r in spec.required_if {
+        let matches = params.get(r.option).and_then(Value::as_str) == Some(r.value);
+        if matches {
+            let missing: Vec<&str> = r.requires.iter().copied().filter(|k| !set(k)).collect();
+            if !missing.is_empty() {
+                return Err(ParamError::RequiredIf {
+                    option: r.option.to_string(),
+                    value: r.value.to_string(),
+                    missing: missing.join(", "),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A parameter counts as given for `mutually_exclusive` only when it has no default, or the
+/// user's value is not simply the default filled in.
+fn given_explicitly(spec: &ModuleSpec, params: &Map<String, Value>, k: &str) -> bool {
+    match (params.get(k), spec.option(k)) {
+        (Some(v), Some(o)) => !v.is_null() && o.default.to_value().as_ref() != Some(v),
+        _ => false,
+    }
+}

@@ -1,0 +1,13 @@
+//! refit-core: every piece of refit's logic. The module binaries and refitctl are thin shells
+//! around it.
+
+pub mod ansible;
+pub mod container_unit;
+pub mod converge;
+pub mod logging;
+pub mod plan;
+pub mod podman;
+pub mod state;
+pub mod systemd;
+pub mod time;
+pub mod unit;

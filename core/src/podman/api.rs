@@ -1,0 +1,169 @@
+//! `Podman` over the podman API socket, through bollard's Docker-compatible client.
+
+use super::{ContainerInfo, Podman, PodmanError, UNIT_LABEL, bare_id};
+use bollard::Docker;
+use bollard::query_parameters::{
+    CreateImageOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
+    TagImageOptionsBuilder,
+};
+use futures_util::StreamExt;
+use std::collections::HashMap;
+
+pub struct PodmanApi {
+    docker: Docker,
+    socket: String,
+    rt: tokio::runtime::Runtime,
+}
+
+/// Seconds any single API request may take before it is given up; pulls drain a stream and
+/// are bounded by the same figure per request.
+const REQUEST_TIMEOUT_SECS: u64 = 600;
+
+impl PodmanApi {
+    pub fn connect(socket: &str) -> Result<Self, PodmanError> {
+        let unreachable = |detail: String| PodmanError::Unreachable {
+            socket: socket.to_string(),
+            detail,
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| unreachable(e.to_string()))?;
+        let docker =
+            Docker::connect_with_unix(socket, REQUEST_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)
+                .map_err(|e| unreachable(e.to_string()))?;
+        Ok(PodmanApi {
+            docker,
+            socket: socket.to_string(),
+            rt,
+        })
+    }
+
+    fn api_err(call: &str) -> impl Fn(bollard::errors::Error) -> PodmanError + '_ {
+        move |e| PodmanError::Api {
+            call: call.to_string(),
+            detail: e.to_string(),
+        }
+    }
+}
+
+fn is_not_found(e: &bollard::errors::Error) -> bool {
+    matches!(
+        e,
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 404,
+            ..
+        }
+    )
+}
+
+impl Podman for PodmanApi {
+    fn ping(&self) -> Result<(), PodmanError> {
+        self.rt
+            .block_on(self.docker.ping())
+            .map(drop)
+            .map_err(|e| PodmanError::Unreachable {
+                socket: self.socket.clone(),
+                detail: e.to_string(),
+            })
+    }
+
+    fn image_id(&self, image: &str) -> Result<Option<String>, PodmanError> {
+        match self.rt.block_on(self.docker.inspect_image(image)) {
+            Ok(i) => Ok(i.id.as_deref().map(bare_id)),
+            Err(e) if is_not_found(&e) => Ok(None),
+            Err(e) => Err(Self::api_err("image inspect")(e)),
+        }
+    }
+
+    fn pull(&self, image: &str) -> Result<String, PodmanError> {
+        let opts = CreateImageOptionsBuilder::new().from_image(image).build();
+        let pull_err = |detail: String| PodmanError::Pull {
+            image: image.to_string(),
+            detail,
+        };
+        self.rt.block_on(async {
+            let mut stream = self.docker.create_image(Some(opts), None, None);
+            while let Some(item) = stream.next().await {
+                let info = item.map_err(|e| pull_err(e.to_string()))?;
+                if let Some(err) = info.error_detail.and_then(|d| d.message) {
+                    return Err(pull_err(err));
+                }
+                if let Some(status) = info.status {
+                    tracing::info!(image, %status, "pull");
+                }
+            }
+            Ok(())
+        })?;
+        self.image_id(image)?
+            .ok_or_else(|| pull_err("the pull reported success but the image is not local".into()))
+    }
+
+    fn tag(&self, image_id: &str, target: &str) -> Result<(), PodmanError> {
+        let (repo, tag) = target.rsplit_once(':').unwrap_or((target, "latest"));
+        let opts = TagImageOptionsBuilder::new().repo(repo).tag(tag).build();
+        self.rt
+            .block_on(self.docker.tag_image(image_id, Some(opts)))
+            .map_err(Self::api_err("image tag"))
+    }
+
+    fn unit_containers(&self, units: &[String]) -> Result<Vec<ContainerInfo>, PodmanError> {
+        if units.is_empty() {
+            return Ok(Vec::new());
+        }
+        // One list call for all units; podman ORs repeated label filters of one key.
+        let filters: HashMap<String, Vec<String>> = HashMap::from([(
+            "label".to_string(),
+            units.iter().map(|u| format!("{UNIT_LABEL}={u}")).collect(),
+        )]);
+        let opts = ListContainersOptionsBuilder::new()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let list = self
+            .rt
+            .block_on(self.docker.list_containers(Some(opts)))
+            .map_err(Self::api_err("container list"))?;
+        let mut out = Vec::with_capacity(list.len());
+        for c in list {
+            let labels = c.labels.unwrap_or_default();
+            let Some(unit) = labels.get(UNIT_LABEL).filter(|u| units.contains(u)) else {
+                continue;
+            };
+            let id = c.id.unwrap_or_default();
+            let running = c.state.is_some_and(|s| s.to_string() == "running");
+            // Health lives only in the inspect result; ask only where it matters.
+            let health = if running { self.health(&id)? } else { None };
+            out.push(ContainerInfo {
+                image_id: bare_id(c.image_id.as_deref().unwrap_or_default()),
+                revision: labels.get(crate::unit::REVISION_LABEL).cloned(),
+                unit: unit.clone(),
+                running,
+                health,
+                id,
+            });
+        }
+        Ok(out)
+    }
+}
+
+impl PodmanApi {
+    fn health(&self, id: &str) -> Result<Option<String>, PodmanError> {
+        let inspect = match self.rt.block_on(
+            self.docker
+                .inspect_container(id, None::<InspectContainerOptions>),
+        ) {
+            Ok(i) => i,
+            // Gone between the list and the inspect: it is not running, so it has no health.
+            Err(e) if is_not_found(&e) => return Ok(None),
+            Err(e) => return Err(Self::api_err("container inspect")(e)),
+        };
+        let status = inspect
+            .state
+            .and_then(|s| s.health)
+            .and_then(|h| h.status)
+            .map(|s| s.to_string())
+            .filter(|s| !s.is_empty() && s != "none");
+        Ok(status)
+    }
+}

@@ -1,0 +1,60 @@
+//! podman access: image references, and the API over the podman socket. One trait, `Podman`,
+//! so plans and waits can be tested without a host; `PodmanApi` speaks to the real socket.
+
+mod api;
+pub mod reference;
+
+pub use api::PodmanApi;
+pub use reference::ImageRef;
+
+/// The label quadlet puts on every container it starts: the unit that owns it.
+pub const UNIT_LABEL: &str = "PODMAN_SYSTEMD_UNIT";
+
+/// The default podman API socket of a rootful host.
+pub const DEFAULT_SOCKET: &str = "/run/podman/podman.sock";
+
+#[derive(Debug, thiserror::Error)]
+pub enum PodmanError {
+    #[error(
+        "the podman API at {socket} is unreachable: {detail}; start it with `systemctl enable --now podman.socket`, or set podman_socket"
+    )]
+    Unreachable { socket: String, detail: String },
+    #[error(
+        "pulling {image} failed: {detail}; check the registry is reachable and the reference is right, or use pull: never with a local image"
+    )]
+    Pull { image: String, detail: String },
+    #[error("podman API call `{call}` failed: {detail}")]
+    Api { call: String, detail: String },
+}
+
+/// A container as refit needs to see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerInfo {
+    pub id: String,
+    /// The image ID it runs, without the `sha256:` prefix.
+    pub image_id: String,
+    /// Its `io.refit.revision` label.
+    pub revision: Option<String>,
+    /// The unit quadlet started it for (`PODMAN_SYSTEMD_UNIT`).
+    pub unit: String,
+    pub running: bool,
+    /// `healthy`, `unhealthy`, `starting`, or None when it has no health check.
+    pub health: Option<String>,
+}
+
+pub trait Podman {
+    fn ping(&self) -> Result<(), PodmanError>;
+    /// The local image ID a reference resolves to now, or None when it is not local.
+    fn image_id(&self, image: &str) -> Result<Option<String>, PodmanError>;
+    /// Pulls a reference, draining the progress stream, and returns its new local ID.
+    fn pull(&self, image: &str) -> Result<String, PodmanError>;
+    /// Points `target` (REPO:TAG) at an image ID.
+    fn tag(&self, image_id: &str, target: &str) -> Result<(), PodmanError>;
+    /// Every container quadlet started for these units, running or not, with their health.
+    fn unit_containers(&self, units: &[String]) -> Result<Vec<ContainerInfo>, PodmanError>;
+}
+
+/// Strips the `sha256:` prefix, so IDs from different API calls compare.
+pub fn bare_id(id: &str) -> String {
+    id.strip_prefix("sha256:").unwrap_or(id).to_string()
+}

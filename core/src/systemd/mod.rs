@@ -1,0 +1,52 @@
+//! systemd access. One trait, `Systemd`, so plans and waits can be tested without a host;
+//! `Systemctl` is the real thing and shells out to systemctl and journalctl.
+
+mod show;
+mod systemctl;
+
+pub use show::{UnitStatus, parse_show};
+pub use systemctl::Systemctl;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SystemdError {
+    #[error("`{command}` failed (exit {code}): {stderr}; check `journalctl -xe` on the host")]
+    Failed {
+        command: String,
+        code: i32,
+        stderr: String,
+    },
+    #[error("cannot run `{0}`: {1}; is systemd installed and is this a systemd host?")]
+    Spawn(String, std::io::Error),
+}
+
+/// The jobs refit asks of systemd.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Job {
+    Start,
+    Stop,
+    Restart,
+}
+
+impl Job {
+    pub fn verb(self) -> &'static str {
+        match self {
+            Job::Start => "start",
+            Job::Stop => "stop",
+            Job::Restart => "restart",
+        }
+    }
+}
+
+pub trait Systemd {
+    /// One status per unit, in the order asked; unknown units come back `not-found`.
+    fn show(&self, units: &[String]) -> Result<Vec<UnitStatus>, SystemdError>;
+    fn daemon_reload(&self) -> Result<(), SystemdError>;
+    /// Queues a job without waiting for it: refit observes the result itself, with its own
+    /// deadline, instead of trusting the job's return (which is rc 0 for a crashing image).
+    fn enqueue(&self, job: Job, units: &[String]) -> Result<(), SystemdError>;
+    /// Runs a job and waits for systemd to finish it.
+    fn run_job(&self, job: Job, units: &[String]) -> Result<(), SystemdError>;
+    fn reset_failed(&self, units: &[String]) -> Result<(), SystemdError>;
+    /// The last `lines` journal lines of a unit, for failure messages. Never fails.
+    fn journal_tail(&self, unit: &str, lines: usize) -> String;
+}

@@ -1,0 +1,109 @@
+//! Parsing `systemctl show`: one block per unit, separated by one empty line, keys in systemd's
+//! order (not the order asked).
+
+use std::collections::HashMap;
+
+/// The properties refit reads, for every unit in one `systemctl show` call.
+pub const PROPERTIES: &[&str] = &[
+    "Id",
+    "LoadState",
+    "ActiveState",
+    "SubState",
+    "Result",
+    "NRestarts",
+    "InvocationID",
+    "MainPID",
+    "NeedDaemonReload",
+    "FragmentPath",
+    "SourcePath",
+    "Requires",
+    "BindsTo",
+    "ConsistsOf",
+    "RequiredBy",
+    "BoundBy",
+    "After",
+    "Before",
+];
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UnitStatus {
+    pub name: String,
+    pub props: HashMap<String, String>,
+}
+
+impl UnitStatus {
+    pub fn get(&self, key: &str) -> &str {
+        self.props.get(key).map_or("", String::as_str)
+    }
+    pub fn exists(&self) -> bool {
+        !matches!(self.get("LoadState"), "not-found" | "")
+    }
+    pub fn active_state(&self) -> &str {
+        self.get("ActiveState")
+    }
+    /// Running or on its way there: what "was running" means for restore.
+    pub fn is_active(&self) -> bool {
+        matches!(
+            self.active_state(),
+            "active" | "activating" | "reloading" | "refreshing"
+        )
+    }
+    pub fn is_inactive(&self) -> bool {
+        matches!(self.active_state(), "inactive" | "failed" | "")
+    }
+    pub fn n_restarts(&self) -> u64 {
+        self.get("NRestarts").parse().unwrap_or(0)
+    }
+    pub fn invocation_id(&self) -> &str {
+        self.get("InvocationID")
+    }
+    pub fn need_daemon_reload(&self) -> bool {
+        self.get("NeedDaemonReload") == "yes"
+    }
+    /// A space-separated list property (`Requires`, `After`...).
+    pub fn list(&self, key: &str) -> Vec<String> {
+        self.get(key)
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// Splits `systemctl show` output into one status per asked unit.
+pub fn parse_show(out: &str, asked: &[String]) -> Vec<UnitStatus> {
+    let mut blocks: Vec<HashMap<String, String>> = vec![HashMap::new()];
+    for line in out.lines() {
+        if line.is_empty() {
+            blocks.push(HashMap::new());
+            continue;
+        }
+        if let Some((k, v)) = line.split_once('=')
+            && let Some(b) = blocks.last_mut()
+        {
+            b.insert(k.to_string(), v.to_string());
+        }
+    }
+    blocks.retain(|b| !b.is_empty());
+    asked
+        .iter()
+        .enumerate()
+        .map(|(i, name)| UnitStatus {
+            name: name.clone(),
+            props: blocks.get(i).cloned().unwrap_or_default(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_map_to_the_units_asked() {
+        let out = "Id=a.service\nActiveState=active\nNRestarts=2\n\nId=b.service\nLoadState=not-found\nActiveState=inactive";
+        let s = parse_show(out, &["a.service".into(), "b.service".into()]);
+        assert_eq!((s[0].is_active(), s[0].n_restarts()), (true, 2));
+        assert!(!s[1].exists());
+        assert!(s[1].is_inactive());
+    }
+}

@@ -1,0 +1,12 @@
+//! The quadlet `.container` unit model: names, parsing and rendering, canonical text and the
+//! revision hash. Pure code: it reads and writes no files.
+
+pub mod file;
+pub mod name;
+pub mod render;
+pub mod revision;
+
+pub use file::UnitFile;
+pub use name::UnitName;
+pub use render::{ContainerOptions, RenderedUnit, render};
+pub use revision::{REVISION_LABEL, revision};

@@ -1,0 +1,192 @@
+//! Unit names: what systemd accepts, minus what could escape the quadlet dir.
+
+use std::fmt;
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum NameError {
+    #[error("unit name is empty; give the service's name, for example `hello` or `worker@`")]
+    Empty,
+    #[error(
+        "unit name {0:?} contains {1}; a unit name is a plain file name: letters, digits and :_.@- only"
+    )]
+    BadChar(String, &'static str),
+    #[error("unit name {0:?} is longer than 255 characters; choose a shorter name")]
+    TooLong(String),
+    #[error("unit name {0:?} must end in .container, or have no suffix at all")]
+    Suffix(String),
+    #[error(
+        "unit name {0:?} names one instance; manage the template instead: name `{1}@` with `instances: [{2}]`"
+    )]
+    Instance(String, String, String),
+    #[error("unit name {0:?} has more than one @; a template is NAME@, an instance NAME@INSTANCE")]
+    ManyAt(String),
+}
+
+/// A validated `.container` unit name: `hello` or the template `worker@`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct UnitName {
+    /// The name without `.container`: `hello`, `worker@`.
+    stem: String,
+}
+
+impl UnitName {
+    pub fn parse(raw: &str) -> Result<Self, NameError> {
+        if raw.is_empty() {
+            return Err(NameError::Empty);
+        }
+        if let Some(bad) = bad_char(raw) {
+            return Err(NameError::BadChar(raw.to_string(), bad));
+        }
+        if raw.len() > 255 {
+            return Err(NameError::TooLong(raw.to_string()));
+        }
+        let stem = raw.strip_suffix(".container").unwrap_or(raw);
+        if stem.is_empty() {
+            return Err(NameError::Empty);
+        }
+        if stem.contains('.')
+            && stem
+                .rsplit_once('.')
+                .is_some_and(|(_, ext)| is_unit_suffix(ext))
+        {
+            return Err(NameError::Suffix(raw.to_string()));
+        }
+        match stem.matches('@').count() {
+            0 => {}
+            1 if stem.ends_with('@') && stem.len() > 1 => {}
+            1 => {
+                let (base, inst) = stem.split_once('@').unwrap_or((stem, ""));
+                return Err(NameError::Instance(
+                    raw.to_string(),
+                    base.to_string(),
+                    inst.to_string(),
+                ));
+            }
+            _ => return Err(NameError::ManyAt(raw.to_string())),
+        }
+        Ok(UnitName {
+            stem: stem.to_string(),
+        })
+    }
+
+    pub fn is_template(&self) -> bool {
+        self.stem.ends_with('@')
+    }
+
+    /// The quadlet file name: `hello.container`.
+    pub fn file_name(&self) -> String {
+        format!("{}.container", self.stem)
+    }
+
+    /// The service quadlet generates: `hello.service` (for a template, `worker@.service`).
+    pub fn service(&self) -> String {
+        format!("{}.service", self.stem)
+    }
+
+    /// One instance's service: `worker@3.service`.
+    pub fn instance_service(&self, instance: &str) -> String {
+        format!("{}{instance}.service", self.stem)
+    }
+
+    pub fn stem(&self) -> &str {
+        &self.stem
+    }
+}
+
+impl fmt::Display for UnitName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.file_name())
+    }
+}
+
+fn is_unit_suffix(ext: &str) -> bool {
+    matches!(
+        ext,
+        "service"
+            | "socket"
+            | "target"
+            | "timer"
+            | "mount"
+            | "path"
+            | "volume"
+            | "network"
+            | "image"
+            | "pod"
+            | "kube"
+            | "build"
+    )
+}
+
+fn bad_char(raw: &str) -> Option<&'static str> {
+    if raw.contains('/') {
+        return Some("a /");
+    }
+    if raw.contains("..") {
+        return Some("..");
+    }
+    if raw.contains('\n') || raw.contains('\r') {
+        return Some("a newline");
+    }
+    if raw.chars().any(char::is_whitespace) {
+        return Some("white space");
+    }
+    raw.chars()
+        .any(|c| !(c.is_ascii_alphanumeric() || ":_.@-\\".contains(c)))
+        .then_some("a character systemd does not allow")
+}
+
+/// Validates a systemd unit name of any type (`db.service`, `app.target`, `worker@2.service`),
+/// as the stop and migrate modules take them.
+pub fn validate_systemd_unit(raw: &str) -> Result<(), NameError> {
+    if raw.is_empty() {
+        return Err(NameError::Empty);
+    }
+    if let Some(bad) = bad_char(raw) {
+        return Err(NameError::BadChar(raw.to_string(), bad));
+    }
+    if raw.len() > 255 {
+        return Err(NameError::TooLong(raw.to_string()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_and_template_names_parse() {
+        let n = UnitName::parse("hello").expect("valid");
+        assert_eq!(
+            (n.file_name(), n.service()),
+            ("hello.container".into(), "hello.service".into())
+        );
+        let t = UnitName::parse("worker@.container").expect("valid");
+        assert!(t.is_template());
+        assert_eq!(t.instance_service("3"), "worker@3.service");
+    }
+
+    #[test]
+    fn names_that_could_escape_or_inject_are_refused() {
+        for bad in [
+            "",
+            "../x",
+            "a/b",
+            "a\nb",
+            "a b",
+            "x..y",
+            "a$b",
+            ".container",
+        ] {
+            assert!(UnitName::parse(bad).is_err(), "{bad:?} was accepted");
+        }
+        assert!(matches!(
+            UnitName::parse("worker@1"),
+            Err(NameError::Instance(..))
+        ));
+        assert!(matches!(
+            UnitName::parse("hello.service"),
+            Err(NameError::Suffix(_))
+        ));
+    }
+}

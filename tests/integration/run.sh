@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every scenario playbook (tests/integration/test_*.yml, or those named) against the
+# testbed that is up, and prints one line per scenario and a closing "N passed, N failed".
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+eval "$("$REPO/tests/testbed/testbed.sh" env)"
+export ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
+LOGS=${REFIT_TEST_LOGS:-$REFIT_TESTBED_RUN/logs}
+mkdir -p "$LOGS"
+
+scenarios=("$@")
+[ ${#scenarios[@]} -gt 0 ] || mapfile -t scenarios < <(ls "$HERE"/test_*.yml)
+passed=0 failed=0 failed_names=()
+for s in "${scenarios[@]}"; do
+    [ -f "$s" ] || s=$HERE/$s
+    name=$(basename "$s" .yml)
+    t0=$(date +%s%3N)
+    if ansible-playbook -e "refit_repo=$REPO" "$s" > "$LOGS/$name.log" 2>&1; then
+        passed=$((passed + 1))
+        echo "PASS $name ($(($(date +%s%3N) - t0)) ms)"
+    else
+        failed=$((failed + 1))
+        failed_names+=("$name")
+        echo "FAIL $name ($(($(date +%s%3N) - t0)) ms); log: $LOGS/$name.log"
+        grep -E 'FAILED!|fatal:|msg' "$LOGS/$name.log" | tail -n 15 | sed 's/^/    /'
+    fi
+done
+echo "integration: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

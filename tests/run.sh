@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The one test command (README, "Testing"): static checks, unit tests, then the integration
+# suite on a testbed it brings up and always tears down, also when a test fails.
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+cd "$REPO"
+step() { printf '\n== %s\n' "$*"; }
+timed() {
+    local name=$1 t0
+    shift
+    t0=$(date +%s)
+    "$@"
+    echo "-- $name took $(($(date +%s) - t0)) s"
+}
+
+step "cargo fmt --check"
+timed fmt cargo fmt --all --check
+step "cargo clippy -- -D warnings"
+timed clippy cargo clippy --workspace --all-targets --locked -- -D warnings
+step "cargo test"
+timed cargo-test cargo test --workspace --locked
+
+step "testbed up"
+trap 'step "testbed down"; tests/testbed/testbed.sh down' EXIT
+timed testbed tests/testbed/testbed.sh up th1 th2
+step "collection"
+timed collection make --no-print-directory collection
+step "integration"
+timed integration tests/integration/run.sh

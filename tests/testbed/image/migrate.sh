@@ -1,0 +1,7 @@
+#!/bin/sh
+# The migration command of the "migrating" app: writes this build's schema version.
+set -e
+: "${SCHEMA_FILE:?set SCHEMA_FILE to the schema file in the data volume}"
+echo "migrating $(cat "$SCHEMA_FILE" 2>/dev/null || echo 0) -> $SCHEMA"
+echo "$SCHEMA" > "$SCHEMA_FILE.tmp"
+mv "$SCHEMA_FILE.tmp" "$SCHEMA_FILE"

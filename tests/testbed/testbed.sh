@@ -1,0 +1,386 @@
+#!/usr/bin/env bash
+# refit's testbed: real systemd, podman with quadlet, a registry and Ansible on a machine whose
+# PID 1 is not systemd (Debian 12, root, hybrid cgroups, no CAP_SYS_RESOURCE).
+#
+#   testbed.sh up [HOST...]        install, build or reuse the rootfs, boot hosts (default: th1),
+#                                  start the registry, push the test images, write the inventory
+#   testbed.sh down                stop everything this bed started, unmount, remove cgroups
+#   testbed.sh exec HOST CMD...    run CMD inside HOST (all namespaces, in its init.scope cgroup)
+#   testbed.sh publish REPO:TAG VERSION [MODE] [SCHEMA]
+#                                  build a new test image and push it under REPO:TAG
+#   testbed.sh registry stop|start take the registry away (offline tests) and bring it back
+#   testbed.sh env                 print the exports that point Ansible at this bed
+#
+# Where things live:
+#   REFIT_TESTBED_CACHE (/var/cache/refit-testbed): the rootfs and the venv, kept between beds
+#   REFIT_TESTBED_RUN   (/var/tmp/refit-testbed):   hosts, registry, pid files, inventory; per bed
+set -euo pipefail
+
+CACHE=${REFIT_TESTBED_CACHE:-/var/cache/refit-testbed}
+RUN=${REFIT_TESTBED_RUN:-/var/tmp/refit-testbed}
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+REGISTRY=127.0.0.1:5000
+ROOTFS=$CACHE/rootfs-trixie
+VENV=$CACHE/venv
+# Bump when the rootfs recipe below changes, so cached rootfs are rebuilt.
+ROOTFS_RECIPE=3
+ANSIBLE_CORE_SPEC='ansible-core>=2.19,<2.20'
+CGROUP_HIERARCHIES=(/sys/fs/cgroup/unified /sys/fs/cgroup/systemd)
+HOST_CONTAINERS_CONF=$CACHE/host-containers.conf
+
+log() { printf '[testbed %s] %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+now_ms() { date +%s%3N; }
+
+# Runs a named phase and prints how long it took: the figures the README quotes come from here.
+phase() {
+    local name=$1 t0
+    shift
+    t0=$(now_ms)
+    "$@"
+    log "phase $name: $(($(now_ms) - t0)) ms"
+}
+
+# The Debian mirror this machine already uses, read from its apt sources.
+debian_mirror() {
+    local uri
+    uri=$(grep -hoE '^URIs: *[^ ]+/debian/?$' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -1 | awk '{print $2}')
+    [ -n "$uri" ] || uri=$(grep -hoE '^deb +[^ ]+/debian/? ' /etc/apt/sources.list 2>/dev/null | head -1 | awk '{print $2}')
+    [ -n "$uri" ] || die "no Debian mirror found in /etc/apt/sources.list*; set REFIT_TESTBED_MIRROR"
+    echo "${REFIT_TESTBED_MIRROR:-$uri}"
+}
+
+host_packages=(podman runc conmon busybox-static docker-registry skopeo debootstrap
+    systemd-container iproute2 curl python3-venv util-linux)
+
+install_host_packages() {
+    local missing=()
+    for p in "${host_packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        log "apt: installing ${missing[*]}"
+        # The registry must not start as a system service: this bed runs its own on 127.0.0.1.
+        local policy=/usr/sbin/policy-rc.d created_policy=
+        if [ ! -e $policy ]; then printf '#!/bin/sh\nexit 101\n' > $policy; chmod +x $policy; created_policy=1; fi
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+        [ -z "$created_policy" ] || rm -f $policy
+    fi
+    # Host podman only builds and pushes the test images. crun 1.8 refuses hybrid cgroups, and
+    # without CAP_SYS_RESOURCE the default ulimits cannot be raised.
+    local nofile nproc
+    nofile=$(ulimit -Hn)
+    nproc=$(ulimit -Hu)
+    if [ "$nproc" = unlimited ] || [ "$nproc" -gt 32768 ]; then nproc=32768; fi
+    mkdir -p "$CACHE"
+    cat > "$HOST_CONTAINERS_CONF" <<EOF
+[containers]
+default_ulimits = ["nofile=$nofile:$nofile", "nproc=$nproc:$nproc"]
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+EOF
+}
+
+build_rootfs() {
+    if [ -f "$ROOTFS/.refit-recipe" ] && [ "$(cat "$ROOTFS/.refit-recipe")" = "$ROOTFS_RECIPE" ]; then
+        log "rootfs: reusing $ROOTFS"
+        return
+    fi
+    log "rootfs: debootstrap trixie into $ROOTFS (about a minute)"
+    rm -rf "$ROOTFS" "$ROOTFS.partial"
+    debootstrap --variant=minbase \
+        --include=systemd,systemd-sysv,dbus,podman,python3,iproute2,procps,ca-certificates,curl \
+        trixie "$ROOTFS.partial" "$(debian_mirror)" > "$CACHE/debootstrap.log" 2>&1 ||
+        die "debootstrap failed; see $CACHE/debootstrap.log"
+    local r=$ROOTFS.partial
+    rm -f "$r"/var/cache/apt/archives/*.deb
+    # Guest podman inside systemd-nspawn here: no pids controller, read-only /proc/sys, no keyctl.
+    mkdir -p "$r/etc/containers/containers.conf.d" "$r/etc/containers/systemd" "$r/etc/containers/registries.conf.d"
+    cat > "$r/etc/containers/containers.conf.d/50-testbed.conf" <<'EOF'
+[containers]
+pids_limit = 0
+default_sysctls = []
+keyring = false
+EOF
+    registries_conf > "$r/etc/containers/registries.conf.d/50-refit-testbed.conf"
+    # Every host serves the podman API, the way refit's modules reach podman.
+    mkdir -p "$r/etc/systemd/system/sockets.target.wants"
+    ln -sf /usr/lib/systemd/system/podman.socket "$r/etc/systemd/system/sockets.target.wants/podman.socket"
+    # Quiet, fast boots.
+    for u in apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer fstrim.timer e2scrub_all.timer \
+        systemd-networkd-wait-online.service; do
+        ln -sf /dev/null "$r/etc/systemd/system/$u"
+    done
+    echo "$ROOTFS_RECIPE" > "$r/.refit-recipe"
+    mv "$r" "$ROOTFS"
+}
+
+registries_conf() {
+    printf '[[registry]]\nlocation = "%s"\ninsecure = true\n' "$REGISTRY"
+}
+
+make_venv() {
+    if [ -x "$VENV/bin/ansible-playbook" ] && [ "$(cat "$VENV/.refit-spec" 2>/dev/null)" = "$ANSIBLE_CORE_SPEC" ]; then
+        log "venv: reusing $VENV"
+        return
+    fi
+    rm -rf "$VENV"
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q --disable-pip-version-check "$ANSIBLE_CORE_SPEC"
+    echo "$ANSIBLE_CORE_SPEC" > "$VENV/.refit-spec"
+}
+
+start_registry() {
+    mkdir -p "$RUN/registry-data"
+    cat > "$RUN/registry.yml" <<EOF
+version: 0.1
+log: {level: warn, accesslog: {disabled: true}}
+storage: {filesystem: {rootdirectory: $RUN/registry-data}, delete: {enabled: true}}
+http: {addr: $REGISTRY}
+EOF
+    docker-registry serve "$RUN/registry.yml" > "$RUN/registry.log" 2>&1 &
+    echo $! > "$RUN/registry.pid"
+    for _ in $(seq 100); do
+        curl -fs "http://$REGISTRY/v2/" > /dev/null && return
+        sleep 0.1
+    done
+    die "the registry did not answer on $REGISTRY within 10 s; see $RUN/registry.log"
+}
+
+stop_registry() {
+    stop_pidfile "$RUN/registry.pid"
+}
+
+# Kills the process named in a pid file, waits for it (bounded), and removes the file.
+stop_pidfile() {
+    local f=$1 p
+    [ -f "$f" ] || return 0
+    p=$(cat "$f")
+    if kill -0 "$p" 2>/dev/null; then
+        kill -TERM "$p" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$p" 2>/dev/null || true
+    fi
+    rm -f "$f"
+}
+
+# Host podman, with the settings above; never passed on to the guests.
+host_podman() { CONTAINERS_CONF=$HOST_CONTAINERS_CONF podman "$@"; }
+
+# Builds one test image with host podman and pushes it under every tag given.
+build_image() {
+    local version=$1 mode=$2 schema=$3
+    shift 3
+    local ctx=$RUN/image-build
+    rm -rf "$ctx"
+    cp -r "$REPO/tests/testbed/image" "$ctx"
+    cp /bin/busybox "$ctx/busybox"
+    local tag_args=()
+    for t in "$@"; do tag_args+=(-t "$t"); done
+    # --no-cache: buildah 1.28 reuses its cache across different --build-arg values.
+    host_podman build -q --no-cache --network none --format docker \
+        --build-arg VERSION="$version" --build-arg MODE="$mode" --build-arg SCHEMA="$schema" \
+        "${tag_args[@]}" "$ctx" > /dev/null
+    for t in "$@"; do host_podman push -q --tls-verify=false "$t"; done
+}
+
+# The catalogue every test can rely on. Streams are 1.0 .. 1.3; the stream tag (svc:1.0) moves
+# to the newest z-release, and a z-release (svc:1.0.1) exists to be published under it.
+push_images() {
+    local r=$REGISTRY
+    build_image 1.0.0 serve 1 $r/svc:1.0.0 $r/svc:1.0
+    build_image 1.0.1 serve 1 $r/svc:1.0.1
+    build_image 1.1.0 serve 2 $r/svc:1.1.0 $r/svc:1.1
+    build_image 1.2.0 serve 3 $r/svc:1.2.0 $r/svc:1.2
+    build_image 1.3.0 serve 4 $r/svc:1.3.0 $r/svc:1.3
+    build_image 0.0.0 crash 1 $r/crash:latest
+    build_image 0.0.0 hang 1 $r/hang:latest
+    build_image 0.0.0 stubborn 1 $r/stubborn:latest
+}
+
+host_dir() { echo "$RUN/hosts/$1"; }
+leader_pid() { pgrep -P "$(cat "$(host_dir "$1")/nspawn.pid")" 2>/dev/null | head -1; }
+
+boot_host() {
+    local name=$1 d
+    d=$(host_dir "$name")
+    mkdir -p "$d"/{upper,work,root,containers}
+    mountpoint -q "$d/root" || mount -t overlay overlay -o "lowerdir=$ROOTFS,upperdir=$d/upper,workdir=$d/work" "$d/root"
+    echo "$name" > "$d/root/etc/hostname"
+    od -An -N16 -tx1 /dev/urandom | tr -d ' \n' > "$d/root/etc/machine-id"
+    echo >> "$d/root/etc/machine-id"
+    # Each guest gets its own cgroup; with --keep-unit they would otherwise all share one.
+    for h in "${CGROUP_HIERARCHIES[@]}"; do mkdir -p "$h/refit-testbed-$name"; done
+    (
+        for h in "${CGROUP_HIERARCHIES[@]}"; do echo $BASHPID > "$h/refit-testbed-$name/cgroup.procs"; done
+        export SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1
+        exec systemd-nspawn --boot --register=no --keep-unit --console=read-only --machine="$name" \
+            --system-call-filter='bpf keyctl add_key request_key' --capability=CAP_NET_ADMIN \
+            --bind="$d/containers:/var/lib/containers" -D "$d/root" > "$d/console.log" 2>&1
+    ) &
+    echo $! > "$d/nspawn.pid"
+}
+
+wait_host() {
+    local name=$1 st= pid=
+    for _ in $(seq 240); do
+        pid=$(leader_pid "$name" || true)
+        if [ -n "$pid" ]; then
+            st=$(nsenter -t "$pid" -a systemctl is-system-running 2>/dev/null || true)
+            case $st in running | degraded) break ;; esac
+        fi
+        sleep 0.25
+    done
+    case $st in
+    running) ;;
+    degraded) log "$name is degraded: $(nsenter -t "$pid" -a systemctl --failed --no-legend | tr '\n' ' ')" ;;
+    *) die "$name did not boot within 60 s (state '${st:-none}'); see $(host_dir "$name")/console.log" ;;
+    esac
+    enter "$name" systemctl start podman.socket
+}
+
+stop_host() {
+    local name=$1 d
+    d=$(host_dir "$name")
+    # nspawn turns SIGTERM into a clean poweroff of the guest.
+    if [ -f "$d/nspawn.pid" ]; then
+        local p
+        p=$(cat "$d/nspawn.pid")
+        if kill -0 "$p" 2>/dev/null; then
+            kill -TERM "$p" 2>/dev/null || true
+            for _ in $(seq 120); do kill -0 "$p" 2>/dev/null || break; sleep 0.25; done
+            pkill -KILL -P "$p" 2>/dev/null || true
+            kill -KILL "$p" 2>/dev/null || true
+        fi
+        rm -f "$d/nspawn.pid"
+    fi
+    for h in "${CGROUP_HIERARCHIES[@]}"; do
+        [ -d "$h/refit-testbed-$name" ] && find "$h/refit-testbed-$name" -depth -type d -exec rmdir {} \; 2>/dev/null
+    done
+    mountpoint -q "$d/root" && umount "$d/root"
+    rm -rf "$d"
+}
+
+# Joins the guest's init.scope cgroup before entering it: a process left in the host's root
+# cgroup cannot be moved into the guest's cgroups later, which breaks `podman exec`.
+enter() {
+    local name=$1 pid
+    shift
+    pid=$(leader_pid "$name") || die "host $name is not running; run: $0 up $name"
+    [ -n "$pid" ] || die "host $name is not running; run: $0 up $name"
+    (
+        echo $BASHPID > "/sys/fs/cgroup/unified$(sed -n 's/^0:://p' "/proc/$pid/cgroup")/cgroup.procs"
+        exec nsenter -t "$pid" -a "$@"
+    )
+}
+
+write_ansible_config() {
+    local port=18000
+    {
+        echo "[testhosts]"
+        for name in "$@"; do
+            echo "$name ansible_connection=refit_testhost refit_testhost_pid=$(leader_pid "$name") testbed_port_base=$port"
+            port=$((port + 100))
+        done
+        echo
+        echo "[testhosts:vars]"
+        echo "ansible_python_interpreter=/usr/bin/python3"
+        echo "testbed_registry=$REGISTRY"
+    } > "$RUN/inventory.ini"
+    mkdir -p "$RUN/collections"
+    cat > "$RUN/ansible.cfg" <<EOF
+[defaults]
+inventory = $RUN/inventory.ini
+connection_plugins = $REPO/tests/ansible/connection_plugins
+collections_path = $RUN/collections
+host_key_checking = False
+retry_files_enabled = False
+interpreter_python = /usr/bin/python3
+forks = 10
+EOF
+}
+
+# Anything a killed bed left: processes named in pid files, overlay mounts, cgroup dirs.
+clean_stale() {
+    [ -d "$RUN" ] || return 0
+    if [ -d "$RUN/hosts" ]; then
+        for d in "$RUN"/hosts/*/; do
+            [ -d "$d" ] && stop_host "$(basename "$d")"
+        done
+    fi
+    stop_registry
+    while read -r mnt; do umount -l "$mnt" || true; done < <(awk -v r="$RUN" '$2 ~ "^"r {print $2}' /proc/mounts | sort -r)
+    for h in "${CGROUP_HIERARCHIES[@]}"; do
+        for c in "$h"/refit-testbed-*; do
+            [ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null
+        done
+    done
+    rm -rf "$RUN"
+}
+
+cmd_up() {
+    local hosts=("$@")
+    [ ${#hosts[@]} -gt 0 ] || hosts=(th1)
+    [ "$(id -u)" = 0 ] || die "the testbed needs root (systemd-nspawn, mounts, cgroups)"
+    local t0
+    t0=$(now_ms)
+    phase clean-stale clean_stale
+    mkdir -p "$RUN/hosts" "$CACHE"
+    phase host-packages install_host_packages
+    phase rootfs build_rootfs
+    phase venv make_venv
+    phase registry start_registry
+    for h in "${hosts[@]}"; do phase "boot-$h" boot_host "$h"; done
+    phase images push_images
+    for h in "${hosts[@]}"; do phase "wait-$h" wait_host "$h"; done
+    write_ansible_config "${hosts[@]}"
+    printf '%s\n' "${hosts[@]}" > "$RUN/hosts.list"
+    log "up in $(($(now_ms) - t0)) ms: hosts ${hosts[*]}, registry $REGISTRY; for Ansible: eval \"\$($0 env)\""
+}
+
+cmd_down() {
+    local t0
+    t0=$(now_ms)
+    clean_stale
+    log "down in $(($(now_ms) - t0)) ms"
+}
+
+cmd_env() {
+    echo "export ANSIBLE_CONFIG=$RUN/ansible.cfg"
+    echo "export PATH=$VENV/bin:\$PATH"
+    echo "export REFIT_TESTBED_RUN=$RUN"
+}
+
+main() {
+    local cmd=${1:-}
+    [ $# -gt 0 ] && shift
+    case $cmd in
+    up) cmd_up "$@" ;;
+    down) cmd_down ;;
+    exec)
+        [ $# -ge 2 ] || die "usage: $0 exec HOST CMD..."
+        enter "$@"
+        ;;
+    publish)
+        [ $# -ge 2 ] || die "usage: $0 publish REPO:TAG VERSION [MODE] [SCHEMA]"
+        build_image "$2" "${3:-serve}" "${4:-1}" "$1"
+        ;;
+    registry)
+        case ${1:-} in
+        stop) stop_registry ;;
+        start) start_registry ;;
+        *) die "usage: $0 registry stop|start" ;;
+        esac
+        ;;
+    env) cmd_env ;;
+    *)
+        sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+        [ -z "$cmd" ] || [ "$cmd" = help ] || exit 2
+        ;;
+    esac
+}
+
+main "$@"
