@@ -9,5 +9,7 @@ pub mod plan;
 pub mod podman;
 pub mod state;
 pub mod systemd;
+#[cfg(test)]
+pub mod testing;
 pub mod time;
 pub mod unit;

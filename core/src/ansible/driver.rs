@@ -103,7 +103,7 @@ where
                 env!("CARGO_PKG_VERSION")
             ));
         }
-        Some(path) => run_file(spec, Path::new(path), body),
+        Some(path) => respond(spec, Path::new(path), body),
         None => failure_json(&format!(
             "{} is an Ansible module: run it as `{} ARGS_FILE`, or see `{} --help`",
             spec.name, spec.name, spec.name
@@ -124,7 +124,8 @@ where
     }
 }
 
-fn run_file<P, E, F>(spec: &ModuleSpec, path: &Path, body: F) -> Value
+/// Everything `run` does but printing: args file in, result object out.
+pub fn respond<P, E, F>(spec: &ModuleSpec, path: &Path, body: F) -> Value
 where
     P: DeserializeOwned,
     E: std::fmt::Display,

@@ -20,17 +20,26 @@ pub struct Settings {
 /// How many journal lines a failure message carries.
 const JOURNAL_LINES: usize = 25;
 
-/// Makes the desired image local, per the pull policy, before anything is stopped. Returns
-/// whether it pulled. In check mode it looks but never pulls.
+/// What the fetch did, or in check mode would do.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fetched {
+    /// A pull brought an image ID that was not local before.
+    pub pulled: bool,
+    /// Check mode: the policy calls for a pull that was not done.
+    pub pull_due: bool,
+}
+
+/// Makes the desired image local, per the pull policy, before anything is stopped. In check
+/// mode it looks but never pulls.
 pub fn fetch(
     host: &Host,
     t: &Target,
     obs: &mut Observation,
     policy: PullPolicy,
     check: bool,
-) -> Result<bool, UnitError> {
+) -> Result<Fetched, UnitError> {
     let Some(d) = &t.desired else {
-        return Ok(false);
+        return Ok(Fetched::default());
     };
     if t.wanted == Wanted::RolledBack {
         obs.image_id = match &obs.rollback_image_id {
@@ -44,7 +53,7 @@ pub fn fetch(
                 obs.rollback_image_id.as_deref().unwrap_or("?")
             )));
         }
-        return Ok(false);
+        return Ok(Fetched::default());
     }
     let local = host.podman.image_id(d.image.as_str())?;
     let pull = match (policy, &local) {
@@ -52,17 +61,27 @@ pub fn fetch(
         (PullPolicy::Never, Some(_)) | (PullPolicy::Missing, Some(_)) => false,
         (PullPolicy::Missing, None) | (PullPolicy::Always, _) => t.wanted != Wanted::Stopped,
     };
-    obs.image_id = local;
+    obs.image_id = local.clone();
     if !pull || check {
-        return Ok(false);
+        // Check mode cannot know what a registry holds; only a missing image is sure to come.
+        return Ok(Fetched {
+            pulled: false,
+            pull_due: pull && check && local.is_none(),
+        });
     }
     // After a pull the old image loses every tag; a refit-owned tag keeps it findable for a
     // rollback and safe from `podman image prune`.
     if let Some(running) = obs.running_image_id() {
         host.podman.tag(&running, &keep_tag(t))?;
     }
-    obs.image_id = Some(host.podman.pull(d.image.as_str())?);
-    Ok(true)
+    let id = host.podman.pull(d.image.as_str())?;
+    // A pull that brought the same image changed nothing.
+    let pulled = local.as_deref() != Some(id.as_str());
+    obs.image_id = Some(id);
+    Ok(Fetched {
+        pulled,
+        pull_due: false,
+    })
 }
 
 /// `localhost/refit-keep/NAME:previous`, with NAME reduced to what a repository allows.

@@ -214,11 +214,12 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     let mut report = report_of(&t, &obs, &plan, fetched);
     let diff = diff_of(&t, &obs);
 
+    let changes = plan.changes() || fetched.pulled || fetched.pull_due;
     if inv.check_mode || !plan.changes() {
         report.duration_ms = durations;
         report.duration_ms.insert("total", ms(started.elapsed()));
         let msg = summary(&t, &plan, inv.check_mode);
-        let mut out = Outcome::new(plan.changes(), msg).with_data(&report);
+        let mut out = Outcome::new(changes, msg).with_data(&report);
         out.diff.extend(diff);
         return Ok(out);
     }
@@ -252,7 +253,8 @@ fn ms(d: Duration) -> u64 {
     d.as_millis() as u64
 }
 
-fn report_of(t: &Target, obs: &Observation, plan: &Plan, pulled: bool) -> Report {
+fn report_of(t: &Target, obs: &Observation, plan: &Plan, fetched: apply::Fetched) -> Report {
+    let pull = fetched.pulled || fetched.pull_due;
     Report {
         unit: t.name.file_name(),
         service: t.name.service(),
@@ -270,11 +272,16 @@ fn report_of(t: &Target, obs: &Observation, plan: &Plan, pulled: bool) -> Report
             reference: t.desired.as_ref().map(|d| d.image.to_string()),
             previous_id: obs.running_image_id(),
             id: obs.image_id.clone(),
-            pulled,
+            pulled: fetched.pulled,
         },
         restart_needed: plan.restart_needed,
         reasons: plan.reasons.clone(),
-        actions: plan.actions.iter().map(|a| action_name(*a)).collect(),
+        // A pull, done or (in check mode) due, comes before everything else.
+        actions: pull
+            .then(|| "pull".to_string())
+            .into_iter()
+            .chain(plan.actions.iter().map(|a| action_name(*a)))
+            .collect(),
         container_id: obs.container.as_ref().map(|c| c.id.clone()),
         invocation_id: Some(obs.invocation_id.clone()).filter(|s| !s.is_empty()),
         ..Report::default()
@@ -341,3 +348,6 @@ pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, UnitError> {
     };
     run(p, inv, &host)
 }
+
+#[cfg(test)]
+mod tests;

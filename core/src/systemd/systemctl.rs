@@ -69,8 +69,37 @@ impl Systemd for Systemctl {
     }
 
     fn journal_tail(&self, unit: &str, lines: usize) -> String {
-        let n = lines.to_string();
-        run("journalctl", &["--no-pager", "-n", &n, "-u", unit])
-            .unwrap_or_else(|e| format!("(no journal: {e})"))
+        // Read more than asked: podman's event lines and conmon's cgroup warnings are dropped,
+        // so what is left is systemd's story and the container's own output.
+        let n = (lines * 8).to_string();
+        match run(
+            "journalctl",
+            &["--no-pager", "-o", "short-iso", "-n", &n, "-u", unit],
+        ) {
+            Ok(text) => tail_of_interest(&text, lines),
+            Err(e) => format!("(no journal: {e})"),
+        }
+    }
+}
+
+/// The last `lines` journal lines that are not podman container events or conmon noise.
+fn tail_of_interest(text: &str, lines: usize) -> String {
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| !(l.contains(" podman[") || l.contains(" conmon[")))
+        .collect();
+    let start = kept.len().saturating_sub(lines);
+    kept[start..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn podman_events_are_left_out_of_the_tail() {
+        let text = "a systemd[1]: Starting x\nb podman[7]: container create\nc x[9]: crashing now\nd conmon[3]: <nwarn>\n";
+        assert_eq!(
+            super::tail_of_interest(text, 5),
+            "a systemd[1]: Starting x\nc x[9]: crashing now"
+        );
     }
 }

@@ -118,11 +118,11 @@ fn is_unit_suffix(ext: &str) -> bool {
 }
 
 fn bad_char(raw: &str) -> Option<&'static str> {
-    if raw.contains('/') {
-        return Some("a /");
-    }
     if raw.contains("..") {
         return Some("..");
+    }
+    if raw.contains('/') {
+        return Some("a /");
     }
     if raw.contains('\n') || raw.contains('\r') {
         return Some("a newline");

@@ -1,0 +1,149 @@
+//! container_unit against fake seams: check mode touches nothing, and secrets never show.
+
+use super::spec::SPEC;
+use super::{Host, run};
+use crate::ansible::driver::respond;
+use crate::podman::ContainerInfo;
+use crate::testing::{FakeClock, FakePodman, FakeSystemd};
+use serde_json::{Value, json};
+use std::path::Path;
+
+struct Bed {
+    dir: tempfile::TempDir,
+    systemd: FakeSystemd,
+    podman: FakePodman,
+    clock: FakeClock,
+}
+
+impl Bed {
+    /// A host where `hello` runs image `old-id` on an older revision.
+    fn running_old() -> Bed {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let q = dir.path().join("quadlet");
+        std::fs::create_dir_all(&q).expect("mkdir");
+        std::fs::write(
+            q.join("hello.container"),
+            "[Container]\nImage=svc:1\nEnvironment=A=old\n",
+        )
+        .expect("write");
+        let mut podman = FakePodman::default();
+        podman.images.insert("svc:1".into(), "new-id".into());
+        podman.containers.push(ContainerInfo {
+            id: "c1".into(),
+            image_id: "old-id".into(),
+            revision: Some("old-rev".into()),
+            unit: "hello.service".into(),
+            running: true,
+            health: None,
+        });
+        Bed {
+            dir,
+            systemd: FakeSystemd::with_active("hello.service", "inv-1"),
+            podman,
+            clock: FakeClock::default(),
+        }
+    }
+
+    fn respond(&self, args: Value) -> Value {
+        let mut args = args;
+        let root = self.dir.path();
+        args["quadlet_dir"] = json!(root.join("quadlet"));
+        args["state_dir"] = json!(root.join("state"));
+        let path = root.join("args.json");
+        std::fs::write(&path, args.to_string()).expect("write args");
+        let host = Host {
+            systemd: &self.systemd,
+            podman: &self.podman,
+            clock: &self.clock,
+        };
+        respond(&SPEC, &path, |p, inv| run(p, inv, &host))
+    }
+
+    fn unit_text(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("quadlet/hello.container")).expect("read unit")
+    }
+}
+
+fn redact(mut v: Value, root: &Path) -> Value {
+    let root = root.display().to_string();
+    let text = v.to_string().replace(&root, "[TMP]");
+    v = serde_json::from_str(&text).expect("json");
+    v["duration_ms"] = json!("[durations]");
+    v
+}
+
+#[test]
+fn check_mode_reports_the_plan_and_touches_nothing() {
+    let bed = Bed::running_old();
+    let before = bed.unit_text();
+    let out = bed.respond(json!({
+        "name": "hello", "image": "svc:1", "env": {"A": "new"}, "pull": "always",
+        "_ansible_check_mode": true, "_ansible_diff": true,
+    }));
+    assert_eq!(bed.unit_text(), before, "check mode wrote the unit");
+    assert!(
+        bed.systemd.calls.borrow().is_empty(),
+        "check mode called systemd: {:?}",
+        bed.systemd.calls
+    );
+    assert!(
+        bed.podman.calls.borrow().is_empty(),
+        "check mode called podman: {:?}",
+        bed.podman.calls
+    );
+    assert!(
+        !bed.dir.path().join("state").exists(),
+        "check mode created the state dir"
+    );
+    insta::assert_json_snapshot!(redact(out, bed.dir.path()));
+}
+
+#[test]
+fn secrets_are_masked_in_the_result_and_the_diff() {
+    let bed = Bed::running_old();
+    let out = bed.respond(json!({
+        "name": "hello", "image": "svc:1", "secret_env": {"DB_PASSWORD": "hunter22"},
+        "_ansible_check_mode": true, "_ansible_diff": true,
+    }));
+    let text = out.to_string();
+    assert!(!text.contains("hunter22"), "the secret leaked: {text}");
+    assert_eq!(
+        out["invocation"]["module_args"]["secret_env"],
+        json!("VALUE_SPECIFIED_IN_NO_LOG_PARAMETER")
+    );
+    assert!(
+        out["diff"]["after"]
+            .as_str()
+            .is_some_and(|d| d.contains("Environment=DB_PASSWORD=********")),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_converged_unit_is_left_alone() {
+    let bed = Bed::running_old();
+    let first =
+        bed.respond(json!({"name": "hello", "image": "svc:1", "_ansible_check_mode": true}));
+    let rev = first["revision"]["after"]
+        .as_str()
+        .expect("revision")
+        .to_string();
+    let mut bed = bed;
+    bed.podman.containers[0].revision = Some(rev.clone());
+    bed.podman.containers[0].image_id = "new-id".into();
+    let unit = crate::unit::UnitFile::parse("[Container]\nImage=svc:1\n").expect("parse");
+    let written = crate::unit::revision::with_revision_label(&unit, &rev);
+    std::fs::write(
+        bed.dir.path().join("quadlet/hello.container"),
+        written.render(),
+    )
+    .expect("write");
+    let out = bed.respond(json!({"name": "hello", "image": "svc:1"}));
+    assert_eq!(out["changed"], json!(false), "{out}");
+    assert_eq!(out["actions"], json!([]));
+    assert!(
+        bed.systemd.calls.borrow().is_empty(),
+        "{:?}",
+        bed.systemd.calls
+    );
+}

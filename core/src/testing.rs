@@ -1,0 +1,136 @@
+//! Fakes of the host's seams, for unit tests only. They record every call that would change
+//! the host, so a test can assert that nothing was touched.
+
+use crate::converge::Clock;
+use crate::podman::{ContainerInfo, Podman, PodmanError};
+use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+#[derive(Default)]
+pub struct FakeSystemd {
+    pub units: HashMap<String, UnitStatus>,
+    /// Every call that changes something: "daemon-reload", "restart x.service", ...
+    pub calls: RefCell<Vec<String>>,
+}
+
+impl FakeSystemd {
+    pub fn with_active(unit: &str, invocation: &str) -> Self {
+        let mut s = FakeSystemd::default();
+        let props = [
+            ("ActiveState", "active"),
+            ("SubState", "running"),
+            ("LoadState", "loaded"),
+            ("InvocationID", invocation),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        s.units.insert(
+            unit.to_string(),
+            UnitStatus {
+                name: unit.to_string(),
+                props,
+            },
+        );
+        s
+    }
+}
+
+impl Systemd for FakeSystemd {
+    fn show(&self, units: &[String]) -> Result<Vec<UnitStatus>, SystemdError> {
+        Ok(units
+            .iter()
+            .map(|u| {
+                self.units.get(u).cloned().unwrap_or_else(|| UnitStatus {
+                    name: u.clone(),
+                    props: HashMap::from([
+                        ("LoadState".into(), "not-found".into()),
+                        ("ActiveState".into(), "inactive".into()),
+                    ]),
+                })
+            })
+            .collect())
+    }
+    fn daemon_reload(&self) -> Result<(), SystemdError> {
+        self.calls.borrow_mut().push("daemon-reload".into());
+        Ok(())
+    }
+    fn enqueue(&self, job: Job, units: &[String]) -> Result<(), SystemdError> {
+        self.calls
+            .borrow_mut()
+            .push(format!("{} {}", job.verb(), units.join(" ")));
+        Ok(())
+    }
+    fn run_job(&self, job: Job, units: &[String]) -> Result<(), SystemdError> {
+        self.enqueue(job, units)
+    }
+    fn reset_failed(&self, units: &[String]) -> Result<(), SystemdError> {
+        self.calls
+            .borrow_mut()
+            .push(format!("reset-failed {}", units.join(" ")));
+        Ok(())
+    }
+    fn journal_tail(&self, _unit: &str, _lines: usize) -> String {
+        String::new()
+    }
+}
+
+#[derive(Default)]
+pub struct FakePodman {
+    pub images: HashMap<String, String>,
+    pub containers: Vec<ContainerInfo>,
+    pub calls: RefCell<Vec<String>>,
+}
+
+impl Podman for FakePodman {
+    fn ping(&self) -> Result<(), PodmanError> {
+        Ok(())
+    }
+    fn image_id(&self, image: &str) -> Result<Option<String>, PodmanError> {
+        Ok(self.images.get(image).cloned())
+    }
+    fn pull(&self, image: &str) -> Result<String, PodmanError> {
+        self.calls.borrow_mut().push(format!("pull {image}"));
+        Ok("pulled".into())
+    }
+    fn tag(&self, image_id: &str, target: &str) -> Result<(), PodmanError> {
+        self.calls
+            .borrow_mut()
+            .push(format!("tag {image_id} {target}"));
+        Ok(())
+    }
+    fn unit_containers(&self, units: &[String]) -> Result<Vec<ContainerInfo>, PodmanError> {
+        Ok(self
+            .containers
+            .iter()
+            .filter(|c| units.contains(&c.unit))
+            .cloned()
+            .collect())
+    }
+}
+
+/// A clock whose sleeps only move its own time forward.
+pub struct FakeClock {
+    start: Instant,
+    offset: Cell<Duration>,
+}
+
+impl Default for FakeClock {
+    fn default() -> Self {
+        FakeClock {
+            start: Instant::now(),
+            offset: Cell::new(Duration::ZERO),
+        }
+    }
+}
+
+impl Clock for FakeClock {
+    fn now(&self) -> Instant {
+        self.start + self.offset.get()
+    }
+    fn sleep(&self, d: Duration) {
+        self.offset.set(self.offset.get() + d);
+    }
+}
