@@ -4,10 +4,13 @@
 pub mod ansible;
 pub mod container_unit;
 pub mod converge;
+pub mod host;
 pub mod logging;
+pub mod migrate;
 pub mod plan;
 pub mod podman;
 pub mod state;
+pub mod stop_services;
 pub mod systemd;
 #[cfg(test)]
 pub mod testing;

@@ -2,7 +2,7 @@
 //! the host, so a test can assert that nothing was touched.
 
 use crate::converge::Clock;
-use crate::podman::{ContainerInfo, Podman, PodmanError};
+use crate::podman::{ContainerInfo, Finished, OneOff, OneOffResult, Podman, PodmanError};
 use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -82,6 +82,8 @@ pub struct FakePodman {
     pub images: HashMap<String, String>,
     pub containers: Vec<ContainerInfo>,
     pub calls: RefCell<Vec<String>>,
+    /// The exit code every one-off container returns.
+    pub oneoff_rc: i64,
 }
 
 impl Podman for FakePodman {
@@ -100,6 +102,15 @@ impl Podman for FakePodman {
             .borrow_mut()
             .push(format!("tag {image_id} {target}"));
         Ok(())
+    }
+    fn run_oneoff(&self, spec: &OneOff, _timeout: Duration) -> Result<Finished, PodmanError> {
+        self.calls
+            .borrow_mut()
+            .push(format!("run {} {}", spec.image, spec.command.join(" ")));
+        Ok(Finished::Exited(OneOffResult {
+            rc: self.oneoff_rc,
+            output: String::new(),
+        }))
     }
     fn unit_containers(&self, units: &[String]) -> Result<Vec<ContainerInfo>, PodmanError> {
         Ok(self

@@ -4,7 +4,11 @@ use refit_core::ansible::{Kind, ModuleSpec, OptionSpec};
 use serde_yaml::Value;
 
 fn modules() -> Vec<&'static ModuleSpec> {
-    vec![&refit_core::container_unit::spec::SPEC]
+    vec![
+        &refit_core::container_unit::spec::SPEC,
+        &refit_core::stop_services::spec::SPEC,
+        &refit_core::migrate::spec::SPEC,
+    ]
 }
 
 fn doc_options(module: &str) -> serde_yaml::Mapping {

@@ -8,11 +8,12 @@ mod observe;
 pub mod spec;
 
 use crate::ansible::{Diff, Invocation, Outcome};
-use crate::converge::{Clock, WaitError};
+use crate::converge::WaitError;
+pub use crate::host::Host;
 use crate::plan::{Plan, Reason, Wanted, plan};
-use crate::podman::{ImageRef, Podman, PodmanError};
+use crate::podman::{ImageRef, PodmanError};
 use crate::state::{StateDir, StateError};
-use crate::systemd::{Systemd, SystemdError};
+use crate::systemd::SystemdError;
 use crate::unit::name::NameError;
 use crate::unit::render::RenderError;
 use crate::unit::revision::with_revision_label;
@@ -79,13 +80,6 @@ pub enum UnitError {
     Podman(#[from] PodmanError),
     #[error(transparent)]
     Wait(#[from] WaitError),
-}
-
-/// The host, as the module sees it.
-pub struct Host<'a> {
-    pub systemd: &'a dyn Systemd,
-    pub podman: &'a dyn Podman,
-    pub clock: &'a dyn Clock,
 }
 
 /// A validated request: what to write where, before anything on the host is touched.
@@ -341,12 +335,7 @@ fn summary(t: &Target, plan: &Plan, check: bool) -> String {
 /// Runs the module against this host: systemctl, the podman socket and the system clock.
 pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, UnitError> {
     let podman = crate::podman::PodmanApi::connect(&p.podman_socket)?;
-    let host = Host {
-        systemd: &crate::systemd::Systemctl,
-        podman: &podman,
-        clock: &crate::converge::SystemClock,
-    };
-    run(p, inv, &host)
+    run(p, inv, &Host::real(&podman))
 }
 
 #[cfg(test)]

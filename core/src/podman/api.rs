@@ -1,5 +1,6 @@
 //! `Podman` over the podman API socket, through bollard's Docker-compatible client.
 
+use super::oneoff::{Finished, OneOff};
 use super::{ContainerInfo, Podman, PodmanError, UNIT_LABEL, bare_id};
 use bollard::Docker;
 use bollard::query_parameters::{
@@ -107,6 +108,14 @@ impl Podman for PodmanApi {
             .map_err(Self::api_err("image tag"))
     }
 
+    fn run_oneoff(
+        &self,
+        spec: &OneOff,
+        timeout: std::time::Duration,
+    ) -> Result<Finished, PodmanError> {
+        self.run_oneoff_impl(spec, timeout)
+    }
+
     fn unit_containers(&self, units: &[String]) -> Result<Vec<ContainerInfo>, PodmanError> {
         if units.is_empty() {
             return Ok(Vec::new());
@@ -148,6 +157,14 @@ impl Podman for PodmanApi {
 }
 
 impl PodmanApi {
+    pub(super) fn docker(&self) -> &Docker {
+        &self.docker
+    }
+
+    pub(super) fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.rt.block_on(f)
+    }
+
     fn health(&self, id: &str) -> Result<Option<String>, PodmanError> {
         let inspect = match self.rt.block_on(
             self.docker

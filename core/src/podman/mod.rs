@@ -2,9 +2,11 @@
 //! so plans and waits can be tested without a host; `PodmanApi` speaks to the real socket.
 
 mod api;
+pub mod oneoff;
 pub mod reference;
 
 pub use api::PodmanApi;
+pub use oneoff::{Finished, OneOff, OneOffResult};
 pub use reference::ImageRef;
 
 /// The label quadlet puts on every container it starts: the unit that owns it.
@@ -50,6 +52,12 @@ pub trait Podman {
     fn pull(&self, image: &str) -> Result<String, PodmanError>;
     /// Points `target` (REPO:TAG) at an image ID.
     fn tag(&self, image_id: &str, target: &str) -> Result<(), PodmanError>;
+    /// Runs a one-off container to its end or the deadline, and removes it either way.
+    fn run_oneoff(
+        &self,
+        spec: &OneOff,
+        timeout: std::time::Duration,
+    ) -> Result<Finished, PodmanError>;
     /// Every container quadlet started for these units, running or not, with their health.
     fn unit_containers(&self, units: &[String]) -> Result<Vec<ContainerInfo>, PodmanError>;
 }

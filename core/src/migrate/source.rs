@@ -1,0 +1,108 @@
+//! Where a migration container comes from: the image, volumes, env and network of a service's
+//! quadlet file, or an explicit image.
+
+use super::Params;
+use crate::podman::{ImageRef, OneOff};
+use crate::unit::{UnitFile, UnitName, words};
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error(transparent)]
+    Name(#[from] crate::unit::name::NameError),
+    #[error("no unit file {0}; deploy the service first, or give `image` instead of `unit`")]
+    NoUnit(PathBuf),
+    #[error("cannot read {path}: {detail}")]
+    Read { path: PathBuf, detail: String },
+    #[error("{0} has no Image= in [Container]; fix the unit")]
+    NoImage(PathBuf),
+    #[error(transparent)]
+    Image(#[from] crate::podman::reference::RefError),
+    #[error(
+        "{0} uses podman secrets (Secret=), which run_migrations cannot pass to a one-off container yet; pass what the migration needs with `env` (secret values are masked) or run it with `image`"
+    )]
+    Secrets(PathBuf),
+}
+
+/// A one-off container, and the name of what it was derived from (for stamps and messages).
+pub struct Source {
+    pub source: String,
+    pub spec: OneOff,
+}
+
+pub fn oneoff(p: &Params) -> Result<Source, SourceError> {
+    let mut spec = OneOff::default();
+    let source = match (&p.unit, &p.image) {
+        (Some(unit), _) => {
+            let name = UnitName::parse(unit)?;
+            let path = p.quadlet_dir.join(name.file_name());
+            let text = match std::fs::read_to_string(&path) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(SourceError::NoUnit(path));
+                }
+                Err(e) => {
+                    return Err(SourceError::Read {
+                        path,
+                        detail: e.to_string(),
+                    });
+                }
+            };
+            let u = UnitFile::parse(&text).map_err(|e| SourceError::Read {
+                path: path.clone(),
+                detail: e.to_string(),
+            })?;
+            if u.values("Container", "Secret").next().is_some() {
+                return Err(SourceError::Secrets(path));
+            }
+            spec.image = u
+                .value("Container", "Image")
+                .ok_or_else(|| SourceError::NoImage(path.clone()))?
+                .to_string();
+            spec.env = u
+                .values("Container", "Environment")
+                .flat_map(words::split)
+                .collect();
+            spec.volumes = u
+                .values("Container", "Volume")
+                .map(quadlet_volume)
+                .collect();
+            spec.network = u.value("Container", "Network").map(quadlet_network);
+            name.service()
+        }
+        (None, Some(image)) => {
+            spec.image = image.clone();
+            spec.volumes = p.volumes.clone();
+            spec.network = p.network.clone();
+            image.clone()
+        }
+        (None, None) => unreachable!("the spec requires one of unit and image"),
+    };
+    ImageRef::parse(&spec.image)?;
+    for (k, v) in &p.env {
+        let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+        spec.env.push(format!("{k}={v}"));
+    }
+    spec.labels = HashMap::from([("io.refit.migration".to_string(), source.clone())]);
+    Ok(Source { source, spec })
+}
+
+/// Quadlet names the podman volume of `data.volume` `systemd-data`.
+fn quadlet_volume(v: &str) -> String {
+    match v.split_once(':') {
+        Some((src, rest)) => match src.strip_suffix(".volume") {
+            Some(stem) => format!("systemd-{stem}:{rest}"),
+            None => v.to_string(),
+        },
+        None => v.to_string(),
+    }
+}
+
+/// Quadlet names the podman network of `app.network` `systemd-app`.
+fn quadlet_network(n: &str) -> String {
+    match n.strip_suffix(".network") {
+        Some(stem) => format!("systemd-{stem}"),
+        None => n.to_string(),
+    }
+}

@@ -1,0 +1,383 @@
+//! `stop_services`: stop exactly what must stop, in reverse dependency order, and record what
+//! was active so `restored` brings back exactly that set.
+//!
+//! The record is written *before* anything stops, and a later stop merges into it, so a run
+//! killed half-way still restores everything that ran before it.
+
+mod order;
+pub mod spec;
+
+use crate::ansible::{Invocation, Outcome};
+use crate::converge::Clock;
+use crate::state::{StateDir, StateError, atomic_write, read_optional, remove_file};
+use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
+use crate::unit::name::{NameError, validate_systemd_unit};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub use order::{start_order, stop_order};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Wanted {
+    Stopped,
+    Restored,
+    Started,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Params {
+    #[serde(default)]
+    pub services: Vec<String>,
+    pub state: Wanted,
+    pub dependents: bool,
+    pub timeout: u64,
+    pub missing_ok: bool,
+    pub record: String,
+    pub state_dir: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StopError {
+    #[error(transparent)]
+    Name(#[from] NameError),
+    #[error("the services list is empty; name at least one unit to stop")]
+    Empty,
+    #[error("unit {0} does not exist; check the name, or set missing_ok: true to skip it")]
+    Missing(String),
+    #[error(
+        "{dependents} would be stopped too, since they depend on {units}; set dependents: true to stop them in order and restore them later"
+    )]
+    ActiveDependents { units: String, dependents: String },
+    #[error("record name {0:?} must be a plain name: letters, digits, - and _")]
+    BadRecord(String),
+    #[error(
+        "still not {wanted} after {secs} s: {units}; look at `systemctl status {first}` and raise timeout if it is just slow"
+    )]
+    Timeout {
+        wanted: &'static str,
+        secs: u64,
+        units: String,
+        first: String,
+    },
+    #[error("{unit} failed to start (Result={result}).\nJournal of {unit}:\n{journal}")]
+    StartFailed {
+        unit: String,
+        result: String,
+        journal: String,
+    },
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error(transparent)]
+    Systemd(#[from] SystemdError),
+}
+
+/// What a stop leaves behind for `restored`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StopRecord {
+    pub active_before: Vec<String>,
+    pub recorded_at: String,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct Report {
+    stopped: Vec<String>,
+    already_inactive: Vec<String>,
+    started: Vec<String>,
+    already_active: Vec<String>,
+    order: Vec<String>,
+    record: String,
+    duration_ms: u64,
+}
+
+/// The seams `stop_services` needs: systemd and a clock, no podman.
+pub struct Host<'a> {
+    pub systemd: &'a dyn Systemd,
+    pub clock: &'a dyn Clock,
+}
+
+pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, StopError> {
+    let t0 = Instant::now();
+    let start = host.clock.now();
+    if p.record.is_empty()
+        || !p
+            .record
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(StopError::BadRecord(p.record));
+    }
+    let names = p
+        .services
+        .iter()
+        .map(|s| unit_name(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let state = StateDir::new(&p.state_dir);
+    let record_path = state.path(&format!("stops/{}.json", p.record));
+    let _lock = if inv.check_mode {
+        None
+    } else {
+        Some(state.lock(&format!("stop_services {}", p.record))?)
+    };
+    let deadline = Duration::from_secs(p.timeout);
+    let mut report = Report {
+        record: record_path.display().to_string(),
+        ..Report::default()
+    };
+    let changed = match p.state {
+        Wanted::Stopped => {
+            if names.is_empty() {
+                return Err(StopError::Empty);
+            }
+            let set = expand(host.systemd, &names, p.dependents, p.missing_ok)?;
+            report.order = stop_order(&set);
+            let active: Vec<String> = report
+                .order
+                .iter()
+                .filter(|n| set.iter().any(|s| &s.name == *n && s.is_active()))
+                .cloned()
+                .collect();
+            report.already_inactive = report
+                .order
+                .iter()
+                .filter(|n| !active.contains(n))
+                .cloned()
+                .collect();
+            if !inv.check_mode && !active.is_empty() {
+                let mut rec = load_record(&record_path)?.unwrap_or_default();
+                for a in &active {
+                    if !rec.active_before.contains(a) {
+                        rec.active_before.push(a.clone());
+                    }
+                }
+                rec.recorded_at = crate::time::now_rfc3339();
+                state.ensure("stops")?;
+                save_record(&record_path, &rec)?;
+                for unit in &active {
+                    host.systemd
+                        .enqueue(Job::Stop, std::slice::from_ref(unit))?;
+                    wait_all(
+                        host,
+                        std::slice::from_ref(unit),
+                        Goal::Inactive,
+                        start,
+                        deadline,
+                    )?;
+                }
+            }
+            report.stopped = active;
+            !report.stopped.is_empty()
+        }
+        Wanted::Restored | Wanted::Started => {
+            let wanted = if p.state == Wanted::Restored {
+                match load_record(&record_path)? {
+                    Some(r) => r.active_before,
+                    None => Vec::new(),
+                }
+            } else {
+                names
+            };
+            let set = host.systemd.show(&wanted)?;
+            check_missing(&set, p.missing_ok)?;
+            let set: Vec<UnitStatus> = set.into_iter().filter(UnitStatus::exists).collect();
+            report.order = start_order(&set);
+            let to_start: Vec<String> = report
+                .order
+                .iter()
+                .filter(|n| set.iter().any(|s| &s.name == *n && !s.is_active()))
+                .cloned()
+                .collect();
+            report.already_active = report
+                .order
+                .iter()
+                .filter(|n| !to_start.contains(n))
+                .cloned()
+                .collect();
+            if !inv.check_mode {
+                for unit in &to_start {
+                    host.systemd.reset_failed(std::slice::from_ref(unit))?;
+                    host.systemd
+                        .enqueue(Job::Start, std::slice::from_ref(unit))?;
+                    wait_all(
+                        host,
+                        std::slice::from_ref(unit),
+                        Goal::Active,
+                        start,
+                        deadline,
+                    )?;
+                }
+                if p.state == Wanted::Restored {
+                    remove_file(&record_path)?;
+                }
+            }
+            report.started = to_start;
+            !report.started.is_empty()
+        }
+    };
+    report.duration_ms = t0.elapsed().as_millis() as u64;
+    let verb = if inv.check_mode { "would " } else { "" };
+    let msg = match (p.state, changed) {
+        (_, false) => "nothing to do: every unit is already as wanted".to_string(),
+        (Wanted::Stopped, true) => format!("{verb}stop {}", report.stopped.join(", ")),
+        (_, true) => format!("{verb}start {}", report.started.join(", ")),
+    };
+    Ok(Outcome::new(changed, msg).with_data(&report))
+}
+
+/// `db` means `db.service`; anything with a unit suffix is taken as it is.
+fn unit_name(raw: &str) -> Result<String, NameError> {
+    validate_systemd_unit(raw)?;
+    let has_suffix = raw.rsplit_once('.').is_some_and(|(_, s)| {
+        matches!(
+            s,
+            "service" | "target" | "socket" | "timer" | "mount" | "path" | "slice" | "scope"
+        )
+    });
+    Ok(if has_suffix {
+        raw.to_string()
+    } else {
+        format!("{raw}.service")
+    })
+}
+
+fn check_missing(set: &[UnitStatus], missing_ok: bool) -> Result<(), StopError> {
+    match set.iter().find(|s| !s.exists()) {
+        Some(m) if !missing_ok => Err(StopError::Missing(m.name.clone())),
+        _ => Ok(()),
+    }
+}
+
+/// The asked units, the members of asked targets, and (with `dependents`) everything that
+/// would go down with them, transitively. One `systemctl show` per layer.
+fn expand(
+    systemd: &dyn Systemd,
+    names: &[String],
+    dependents: bool,
+    missing_ok: bool,
+) -> Result<Vec<UnitStatus>, StopError> {
+    let first = systemd.show(names)?;
+    check_missing(&first, missing_ok)?;
+    let mut set: Vec<UnitStatus> = first.into_iter().filter(UnitStatus::exists).collect();
+    let mut known: BTreeSet<String> = set.iter().map(|s| s.name.clone()).collect();
+    let mut frontier: Vec<UnitStatus> = set.clone();
+    let mut refused: BTreeSet<String> = BTreeSet::new();
+    while !frontier.is_empty() {
+        let mut next = BTreeSet::new();
+        for s in &frontier {
+            let members = s.list("ConsistsOf");
+            for d in order::dependents(s) {
+                if known.contains(&d) {
+                    continue;
+                }
+                if dependents || members.contains(&d) {
+                    next.insert(d);
+                } else {
+                    refused.insert(d);
+                }
+            }
+        }
+        let next: Vec<String> = next
+            .into_iter()
+            .filter(|n| known.insert(n.clone()))
+            .collect();
+        frontier = systemd
+            .show(&next)?
+            .into_iter()
+            .filter(UnitStatus::exists)
+            .collect();
+        set.extend(frontier.iter().cloned());
+    }
+    if !refused.is_empty() {
+        let statuses = systemd.show(&refused.into_iter().collect::<Vec<_>>())?;
+        let active: Vec<String> = statuses
+            .iter()
+            .filter(|s| s.is_active())
+            .map(|s| s.name.clone())
+            .collect();
+        if !active.is_empty() {
+            return Err(StopError::ActiveDependents {
+                units: names.join(", "),
+                dependents: active.join(", "),
+            });
+        }
+    }
+    Ok(set)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Goal {
+    Active,
+    Inactive,
+}
+
+/// Polls until every unit reaches the goal, bounded by the run's deadline.
+fn wait_all(
+    host: &Host,
+    units: &[String],
+    goal: Goal,
+    start: Instant,
+    deadline: Duration,
+) -> Result<(), StopError> {
+    loop {
+        let statuses = host.systemd.show(units)?;
+        let mut waiting = Vec::new();
+        for s in &statuses {
+            match goal {
+                Goal::Inactive if !s.is_inactive() => waiting.push(s.name.clone()),
+                Goal::Active if s.active_state() == "failed" => {
+                    return Err(StopError::StartFailed {
+                        unit: s.name.clone(),
+                        result: s.get("Result").to_string(),
+                        journal: host.systemd.journal_tail(&s.name, 20),
+                    });
+                }
+                Goal::Active if s.active_state() != "active" => waiting.push(s.name.clone()),
+                _ => {}
+            }
+        }
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        if host.clock.now().duration_since(start) >= deadline {
+            return Err(StopError::Timeout {
+                wanted: if goal == Goal::Active {
+                    "active"
+                } else {
+                    "stopped"
+                },
+                secs: deadline.as_secs(),
+                first: waiting[0].clone(),
+                units: waiting.join(", "),
+            });
+        }
+        host.clock.sleep(Duration::from_millis(100));
+    }
+}
+
+fn load_record(path: &std::path::Path) -> Result<Option<StopRecord>, StateError> {
+    match read_optional(path)? {
+        None => Ok(None),
+        Some(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| StateError::Corrupt {
+                path: path.to_path_buf(),
+                detail: e.to_string(),
+            }),
+    }
+}
+
+fn save_record(path: &std::path::Path, rec: &StopRecord) -> Result<(), StateError> {
+    let json = serde_json::to_vec_pretty(rec).unwrap_or_default();
+    atomic_write(path, &json, 0o600)
+}
+
+/// Runs the module against this host.
+pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, StopError> {
+    let host = Host {
+        systemd: &crate::systemd::Systemctl,
+        clock: &crate::converge::SystemClock,
+    };
+    run(p, inv, &host)
+}
