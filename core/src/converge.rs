@@ -11,7 +11,7 @@ use crate::systemd::Systemd;
 use std::time::{Duration, Instant};
 
 /// Time, behind a trait so waits can be tested without sleeping.
-pub trait Clock {
+pub trait Clock: Sync {
     fn now(&self) -> Instant;
     fn sleep(&self, d: Duration);
 }

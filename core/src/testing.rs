@@ -4,15 +4,15 @@
 use crate::converge::Clock;
 use crate::podman::{ContainerInfo, Finished, OneOff, OneOffResult, Podman, PodmanError};
 use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
-use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
 pub struct FakeSystemd {
     pub units: HashMap<String, UnitStatus>,
     /// Every call that changes something: "daemon-reload", "restart x.service", ...
-    pub calls: RefCell<Vec<String>>,
+    pub calls: Mutex<Vec<String>>,
 }
 
 impl FakeSystemd {
@@ -54,12 +54,16 @@ impl Systemd for FakeSystemd {
             .collect())
     }
     fn daemon_reload(&self) -> Result<(), SystemdError> {
-        self.calls.borrow_mut().push("daemon-reload".into());
+        self.calls
+            .lock()
+            .expect("calls")
+            .push("daemon-reload".into());
         Ok(())
     }
     fn enqueue(&self, job: Job, units: &[String]) -> Result<(), SystemdError> {
         self.calls
-            .borrow_mut()
+            .lock()
+            .expect("calls")
             .push(format!("{} {}", job.verb(), units.join(" ")));
         Ok(())
     }
@@ -68,7 +72,8 @@ impl Systemd for FakeSystemd {
     }
     fn reset_failed(&self, units: &[String]) -> Result<(), SystemdError> {
         self.calls
-            .borrow_mut()
+            .lock()
+            .expect("calls")
             .push(format!("reset-failed {}", units.join(" ")));
         Ok(())
     }
@@ -81,7 +86,7 @@ impl Systemd for FakeSystemd {
 pub struct FakePodman {
     pub images: HashMap<String, String>,
     pub containers: Vec<ContainerInfo>,
-    pub calls: RefCell<Vec<String>>,
+    pub calls: Mutex<Vec<String>>,
     /// The exit code every one-off container returns.
     pub oneoff_rc: i64,
 }
@@ -94,19 +99,25 @@ impl Podman for FakePodman {
         Ok(self.images.get(image).cloned())
     }
     fn pull(&self, image: &str) -> Result<String, PodmanError> {
-        self.calls.borrow_mut().push(format!("pull {image}"));
+        self.calls
+            .lock()
+            .expect("calls")
+            .push(format!("pull {image}"));
         Ok("pulled".into())
     }
     fn tag(&self, image_id: &str, target: &str) -> Result<(), PodmanError> {
         self.calls
-            .borrow_mut()
+            .lock()
+            .expect("calls")
             .push(format!("tag {image_id} {target}"));
         Ok(())
     }
     fn run_oneoff(&self, spec: &OneOff, _timeout: Duration) -> Result<Finished, PodmanError> {
-        self.calls
-            .borrow_mut()
-            .push(format!("run {} {}", spec.image, spec.command.join(" ")));
+        self.calls.lock().expect("calls").push(format!(
+            "run {} {}",
+            spec.image,
+            spec.command.join(" ")
+        ));
         Ok(Finished::Exited(OneOffResult {
             rc: self.oneoff_rc,
             output: String::new(),
@@ -125,23 +136,23 @@ impl Podman for FakePodman {
 /// A clock whose sleeps only move its own time forward.
 pub struct FakeClock {
     start: Instant,
-    offset: Cell<Duration>,
+    offset: Mutex<Duration>,
 }
 
 impl Default for FakeClock {
     fn default() -> Self {
         FakeClock {
             start: Instant::now(),
-            offset: Cell::new(Duration::ZERO),
+            offset: Mutex::new(Duration::ZERO),
         }
     }
 }
 
 impl Clock for FakeClock {
     fn now(&self) -> Instant {
-        self.start + self.offset.get()
+        self.start + *self.offset.lock().expect("clock")
     }
     fn sleep(&self, d: Duration) {
-        self.offset.set(self.offset.get() + d);
+        *self.offset.lock().expect("clock") += d;
     }
 }

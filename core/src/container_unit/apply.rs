@@ -55,7 +55,7 @@ pub fn fetch(
         }
         return Ok(Fetched::default());
     }
-    let local = host.podman.image_id(d.image.as_str())?;
+    let local = obs.image_id.clone();
     let pull = match (policy, &local) {
         (PullPolicy::Never, None) => return Err(UnitError::ImageMissing(d.image.to_string())),
         (PullPolicy::Never, Some(_)) | (PullPolicy::Missing, Some(_)) => false,

@@ -17,7 +17,7 @@ pub struct Observation {
     pub invocation_id: String,
     /// The running container, if any.
     pub container: Option<ContainerInfo>,
-    /// The local image ID of the desired reference (after the fetch).
+    /// The local image ID of the desired reference: as observed, then as fetched.
     pub image_id: Option<String>,
     /// For `rolled_back`: the image ID the previous revision ran.
     pub rollback_image_id: Option<String>,
@@ -61,21 +61,24 @@ pub fn observe(host: &Host, state: &StateDir, t: &Target) -> Result<Observation,
     };
     let history = state.unit_history(&t.name.file_name())?;
     let service = t.name.service();
-    let status = host
-        .systemd
-        .show(std::slice::from_ref(&service))?
-        .into_iter()
-        .next()
-        .unwrap_or_default();
+    let units = std::slice::from_ref(&service);
+    let image = t.desired.as_ref().map(|d| d.image.as_str());
+    // systemctl is a process start and podman a few socket calls: ask both at once.
+    let (status, podman) = std::thread::scope(|s| {
+        let podman = s.spawn(|| -> Result<_, UnitError> {
+            let containers = host.podman.unit_containers(units)?;
+            let local = match image {
+                Some(i) => host.podman.image_id(i)?,
+                None => None,
+            };
+            Ok((containers, local))
+        });
+        let status = host.systemd.show(units);
+        (status, podman.join())
+    });
+    let status = status?.into_iter().next().unwrap_or_default();
+    let (containers, image_id) = podman.unwrap_or_else(|p| std::panic::resume_unwind(p))?;
     let active = status.is_active();
-    let container = if active || t.desired.is_some() {
-        host.podman
-            .unit_containers(std::slice::from_ref(&service))?
-            .into_iter()
-            .find(|c| c.running)
-    } else {
-        None
-    };
     Ok(Observation {
         file_text,
         file_revision,
@@ -83,8 +86,8 @@ pub fn observe(host: &Host, state: &StateDir, t: &Target) -> Result<Observation,
         need_daemon_reload: status.need_daemon_reload(),
         active,
         invocation_id: status.invocation_id().to_string(),
-        container,
-        image_id: None,
+        container: containers.into_iter().find(|c| c.running),
+        image_id,
         rollback_image_id: None,
     })
 }

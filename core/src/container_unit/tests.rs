@@ -82,12 +82,12 @@ fn check_mode_reports_the_plan_and_touches_nothing() {
     }));
     assert_eq!(bed.unit_text(), before, "check mode wrote the unit");
     assert!(
-        bed.systemd.calls.borrow().is_empty(),
+        bed.systemd.calls.lock().expect("calls").is_empty(),
         "check mode called systemd: {:?}",
         bed.systemd.calls
     );
     assert!(
-        bed.podman.calls.borrow().is_empty(),
+        bed.podman.calls.lock().expect("calls").is_empty(),
         "check mode called podman: {:?}",
         bed.podman.calls
     );
@@ -142,7 +142,7 @@ fn a_converged_unit_is_left_alone() {
     assert_eq!(out["changed"], json!(false), "{out}");
     assert_eq!(out["actions"], json!([]));
     assert!(
-        bed.systemd.calls.borrow().is_empty(),
+        bed.systemd.calls.lock().expect("calls").is_empty(),
         "{:?}",
         bed.systemd.calls
     );

@@ -44,7 +44,7 @@ pub struct ContainerInfo {
     pub health: Option<String>,
 }
 
-pub trait Podman {
+pub trait Podman: Sync {
     fn ping(&self) -> Result<(), PodmanError>;
     /// The local image ID a reference resolves to now, or None when it is not local.
     fn image_id(&self, image: &str) -> Result<Option<String>, PodmanError>;

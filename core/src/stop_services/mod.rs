@@ -126,6 +126,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, StopErro
         record: record_path.display().to_string(),
         ..Report::default()
     };
+    let mut warnings = Vec::new();
     let changed = match p.state {
         Wanted::Stopped => {
             if names.is_empty() {
@@ -180,7 +181,17 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, StopErro
                 names
             };
             let set = host.systemd.show(&wanted)?;
-            check_missing(&set, p.missing_ok)?;
+            if p.state == Wanted::Restored {
+                // A unit removed since the stop cannot come back; that is worth a word, not a failure.
+                for gone in set.iter().filter(|s| !s.exists()) {
+                    warnings.push(format!(
+                        "{} ran before the stop but no longer exists, so it was not restored",
+                        gone.name
+                    ));
+                }
+            } else {
+                check_missing(&set, p.missing_ok)?;
+            }
             let set: Vec<UnitStatus> = set.into_iter().filter(UnitStatus::exists).collect();
             report.order = start_order(&set);
             let to_start: Vec<String> = report
@@ -223,7 +234,9 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, StopErro
         (Wanted::Stopped, true) => format!("{verb}stop {}", report.stopped.join(", ")),
         (_, true) => format!("{verb}start {}", report.started.join(", ")),
     };
-    Ok(Outcome::new(changed, msg).with_data(&report))
+    let mut out = Outcome::new(changed, msg).with_data(&report);
+    out.warnings = warnings;
+    Ok(out)
 }
 
 /// `db` means `db.service`; anything with a unit suffix is taken as it is.

@@ -37,7 +37,8 @@ impl Job {
     }
 }
 
-pub trait Systemd {
+/// `Sync`, so observation can ask systemd and podman at the same time.
+pub trait Systemd: Sync {
     /// One status per unit, in the order asked; unknown units come back `not-found`.
     fn show(&self, units: &[String]) -> Result<Vec<UnitStatus>, SystemdError>;
     fn daemon_reload(&self) -> Result<(), SystemdError>;
