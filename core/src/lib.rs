@@ -7,6 +7,7 @@ pub mod converge;
 pub mod host;
 pub mod logging;
 pub mod migrate;
+pub mod order;
 pub mod plan;
 pub mod podman;
 pub mod state;

@@ -123,6 +123,14 @@ impl Podman for FakePodman {
             output: String::new(),
         }))
     }
+    fn template_containers(&self, stem: &str) -> Result<Vec<ContainerInfo>, PodmanError> {
+        Ok(self
+            .containers
+            .iter()
+            .filter(|c| crate::podman::is_instance_of(&c.unit, stem))
+            .cloned()
+            .collect())
+    }
     fn unit_containers(&self, units: &[String]) -> Result<Vec<ContainerInfo>, PodmanError> {
         Ok(self
             .containers

@@ -67,34 +67,41 @@ fn expected(o: &OptionSpec) -> Vec<(String, Value)> {
     v
 }
 
+/// Holds documented options against spec options, recursing into suboptions.
+fn check_options(module: &str, context: &str, docs: &serde_yaml::Mapping, options: &[OptionSpec]) {
+    let mut doc_names: Vec<&str> = docs.keys().filter_map(Value::as_str).collect();
+    let mut spec_names: Vec<&str> = options.iter().map(|o| o.name).collect();
+    doc_names.sort();
+    spec_names.sort();
+    assert_eq!(
+        doc_names, spec_names,
+        "{module}{context}: documented options differ from the spec"
+    );
+    for o in options {
+        let d = &docs[o.name];
+        for (key, want) in expected(o) {
+            let got = match (&d[key.as_str()], key.as_str()) {
+                (Value::Null, "required") => Value::from(false),
+                (other, _) => other.clone(),
+            };
+            assert_eq!(got, want, "{module}{context}: option {} key {key}", o.name);
+        }
+        let described = d["description"].as_str().is_some() || d["description"].is_sequence();
+        assert!(
+            described,
+            "{module}{context}: {} has no description",
+            o.name
+        );
+        if !o.suboptions.is_empty() {
+            let sub = d["suboptions"].as_mapping().cloned().unwrap_or_default();
+            check_options(module, &format!("{context}.{}", o.name), &sub, o.suboptions);
+        }
+    }
+}
+
 #[test]
 fn sidecar_options_match_the_specs() {
     for spec in modules() {
-        let docs = doc_options(spec.name);
-        let mut doc_names: Vec<&str> = docs.keys().filter_map(Value::as_str).collect();
-        let mut spec_names: Vec<&str> = spec.options.iter().map(|o| o.name).collect();
-        doc_names.sort();
-        spec_names.sort();
-        assert_eq!(
-            doc_names, spec_names,
-            "{}: documented options differ from the spec",
-            spec.name
-        );
-        for o in spec.options {
-            let d = &docs[o.name];
-            for (key, want) in expected(o) {
-                let got = match (&d[key.as_str()], key.as_str()) {
-                    (Value::Null, "required") => Value::from(false),
-                    (other, _) => other.clone(),
-                };
-                assert_eq!(got, want, "{}: option {} key {key}", spec.name, o.name);
-            }
-            assert!(
-                d["description"].as_str().is_some() || d["description"].is_sequence(),
-                "{}: {} has no description",
-                spec.name,
-                o.name
-            );
-        }
+        check_options(spec.name, "", &doc_options(spec.name), spec.options);
     }
 }

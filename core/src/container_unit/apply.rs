@@ -1,21 +1,18 @@
-//! Changing the host: fetch the image, carry out the plan, wait, and roll back on failure.
+//! Changing the host: fetch images, carry out the plans in order, replace instances in
+//! health-gated batches, and roll back on failure.
 
 use super::observe::Observation;
-use super::{Desired, Host, PullPolicy, Report, Target, UnitError};
-use crate::converge::{Expectation, short, wait_converged};
-use crate::plan::{Action, Plan, Reason, Wanted};
-use crate::state::{RevisionRecord, StateDir, atomic_write, remove_file};
+use super::report::{InstanceReport, Report};
+use super::target::{Desired, Target, TargetPlan};
+use super::{Host, PullPolicy, Settings, UnitError};
+use crate::converge::{Converged, Expectation, short, wait_converged};
+use crate::plan::{Action, Reason, Wanted};
+use crate::podman::ImageRef;
+use crate::state::{RevisionRecord, StateDir, UnitHistory, atomic_write, remove_file};
 use crate::systemd::Job;
 use crate::time::now_rfc3339;
-use crate::unit::{UnitFile, revision};
-use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
-
-pub struct Settings {
-    pub rollback: bool,
-    pub timeout: Duration,
-    pub min_healthy: Duration,
-}
+use crate::unit::UnitFile;
+use std::time::Instant;
 
 /// How many journal lines a failure message carries.
 const JOURNAL_LINES: usize = 25;
@@ -47,11 +44,8 @@ pub fn fetch(
             None => host.podman.image_id(d.image.as_str())?,
         };
         if obs.image_id.is_none() {
-            return Err(UnitError::ImageMissing(format!(
-                "{} (ID {})",
-                d.image,
-                obs.rollback_image_id.as_deref().unwrap_or("?")
-            )));
+            let id = obs.rollback_image_id.as_deref().unwrap_or("?");
+            return Err(UnitError::ImageMissing(format!("{} (ID {id})", d.image)));
         }
         return Ok(Fetched::default());
     }
@@ -61,7 +55,6 @@ pub fn fetch(
         (PullPolicy::Never, Some(_)) | (PullPolicy::Missing, Some(_)) => false,
         (PullPolicy::Missing, None) | (PullPolicy::Always, _) => t.wanted != Wanted::Stopped,
     };
-    obs.image_id = local.clone();
     if !pull || check {
         // Check mode cannot know what a registry holds; only a missing image is sure to come.
         return Ok(Fetched {
@@ -101,143 +94,177 @@ fn keep_tag(t: &Target) -> String {
     format!("localhost/refit-keep/{}:previous", name.trim_matches('-'))
 }
 
-#[allow(clippy::too_many_arguments)]
-pub fn apply(
+pub type Work = (Target, Observation, TargetPlan, Report);
+
+/// Applies every target in order. On a failure, the failed target is rolled back, and so is
+/// every target this run changed before it, newest first. Returns the failure message.
+pub fn apply_all(host: &Host, state: &StateDir, work: &mut [Work], s: &Settings) -> Option<String> {
+    let mut done: Vec<usize> = Vec::new();
+    for i in 0..work.len() {
+        let (t, obs, plan, report) = &mut work[i];
+        if !plan.changes() {
+            continue;
+        }
+        let Err(failure) = apply_target(host, state, t, obs, plan, s, report) else {
+            done.push(i);
+            continue;
+        };
+        let mut msg = failure;
+        if s.rollback && !done.is_empty() {
+            msg.push_str("\nUnits this run had already changed are rolled back too:");
+            for &j in done.iter().rev() {
+                let (t, obs, plan, report) = &mut work[j];
+                let started: Vec<String> = plan.starts.iter().map(|(svc, _)| svc.clone()).collect();
+                let note = match roll_back(host, state, t, obs, &started, s) {
+                    Ok(note) => {
+                        report.rolled_back = true;
+                        note
+                    }
+                    Err(e) => format!("its rollback failed: {e}"),
+                };
+                msg.push_str(&format!("\n- {}: {note}", t.name.file_name()));
+            }
+        }
+        return Some(msg);
+    }
+    None
+}
+
+fn apply_target(
     host: &Host,
     state: &StateDir,
     t: &Target,
     obs: &Observation,
-    plan: &Plan,
+    plan: &TargetPlan,
     s: &Settings,
     report: &mut Report,
-    durations: &mut BTreeMap<&'static str, u64>,
 ) -> Result<(), String> {
-    let service = t.name.service();
     let lap = Instant::now();
     let mut history = obs.history.clone();
-    let step = |r: Result<(), UnitError>| r.map_err(|e| e.to_string());
-    for action in &plan.actions {
+    let err = |e: UnitError| e.to_string();
+    // Removing a unit stops its services first; otherwise the new file comes first.
+    if t.wanted == Wanted::Absent {
+        stop_all(host, &plan.stops).map_err(err)?;
+        apply_file(host, state, t, obs, plan, &mut history).map_err(err)?;
+    } else {
+        apply_file(host, state, t, obs, plan, &mut history).map_err(err)?;
+        stop_all(host, &plan.stops).map_err(err)?;
+    }
+    report
+        .duration_ms
+        .insert("apply", lap.elapsed().as_millis() as u64);
+    let Some(d) = &t.desired else { return Ok(()) };
+    if plan.starts.is_empty() {
+        return Ok(());
+    }
+    let lap = Instant::now();
+    let mut replaced: Vec<String> = Vec::new();
+    for batch in plan.starts.chunks(s.max_parallel) {
+        let mut begun = Vec::with_capacity(batch.len());
+        for (svc, job) in batch {
+            begun.push((svc.clone(), begin(host, svc, *job).map_err(err)?));
+        }
+        for (svc, previous) in begun {
+            replaced.push(svc.clone());
+            match wait(host, &svc, d, obs.image_id.clone(), previous, s) {
+                Ok(c) => report.converged(&svc, &d.revision, &c),
+                Err(why) => {
+                    report
+                        .duration_ms
+                        .insert("converge", lap.elapsed().as_millis() as u64);
+                    return Err(fail(
+                        host, state, t, obs, &replaced, s, report, &svc, d, &why,
+                    ));
+                }
+            }
+        }
+    }
+    report
+        .duration_ms
+        .insert("converge", lap.elapsed().as_millis() as u64);
+    report.restarted = true;
+    if t.wanted == Wanted::RolledBack {
+        history.revisions.retain(|r| r.revision != d.revision);
+    }
+    history.record(record(d, obs.image_id.clone()));
+    state
+        .save_unit_history(&t.name.file_name(), &history)
+        .map_err(|e| e.to_string())
+}
+
+fn apply_file(
+    host: &Host,
+    state: &StateDir,
+    t: &Target,
+    obs: &Observation,
+    plan: &TargetPlan,
+    history: &mut UnitHistory,
+) -> Result<(), UnitError> {
+    for action in &plan.file {
         match action {
             Action::WriteUnit => {
                 let Some(d) = &t.desired else { continue };
                 if plan.reasons.contains(&Reason::Drift)
                     && let (Some(text), Some(rev)) = (&obs.file_text, &obs.file_revision)
                 {
-                    history.record_drift(record(rev, text, d.image.as_str(), None));
+                    history.record_drift(RevisionRecord {
+                        revision: rev.clone(),
+                        text: text.clone(),
+                        image_ref: d.image.to_string(),
+                        image_id: None,
+                        recorded_at: now_rfc3339(),
+                    });
                 }
-                step(write_unit(t, d).map_err(UnitError::from))?;
-                history.record(record(
-                    &d.revision,
-                    &d.text(),
-                    d.image.as_str(),
-                    obs.image_id.clone(),
-                ));
-                step(
-                    state
-                        .save_unit_history(&t.name.file_name(), &history)
-                        .map_err(UnitError::from),
-                )?;
+                write_unit(t, &d.text())?;
+                history.record(record(d, obs.image_id.clone()));
+                state.save_unit_history(&t.name.file_name(), history)?;
             }
-            Action::RemoveUnit => step(remove_file(&t.path).map(drop).map_err(UnitError::from))?,
-            Action::DaemonReload => step(host.systemd.daemon_reload().map_err(UnitError::from))?,
-            Action::Stop => step(
-                host.systemd
-                    .run_job(Job::Stop, std::slice::from_ref(&service))
-                    .map_err(UnitError::from),
-            )?,
-            Action::Start | Action::Restart => {}
+            Action::RemoveUnit => {
+                remove_file(&t.path)?;
+            }
+            Action::DaemonReload => host.systemd.daemon_reload()?,
+            Action::Stop | Action::Start | Action::Restart => {}
         }
     }
-    durations.insert("apply", lap.elapsed().as_millis() as u64);
-    let job = match (plan.has(Action::Start), plan.has(Action::Restart)) {
-        (true, _) => Job::Start,
-        (_, true) => Job::Restart,
-        _ => return Ok(()),
-    };
-    let Some(d) = &t.desired else { return Ok(()) };
-    let lap = Instant::now();
-    let waited = restart_and_wait(host, &service, job, d, obs.image_id.clone(), s);
-    durations.insert("converge", lap.elapsed().as_millis() as u64);
-    match waited {
-        Ok(c) => {
-            report.restarted = true;
-            report.container_id = Some(c.container_id);
-            report.invocation_id = Some(c.invocation_id);
-            if t.wanted == Wanted::RolledBack {
-                history.revisions.retain(|r| r.revision != d.revision);
-            }
-            history.record(record(
-                &d.revision,
-                &d.text(),
-                d.image.as_str(),
-                obs.image_id.clone(),
-            ));
-            step(
-                state
-                    .save_unit_history(&t.name.file_name(), &history)
-                    .map_err(UnitError::from),
-            )?;
-            Ok(())
-        }
-        Err(why) => {
-            let journal = host.systemd.journal_tail(&service, JOURNAL_LINES);
-            let failed = format!(
-                "{service}: revision {} did not converge: {why}",
-                short(&d.revision)
-            );
-            if !s.rollback {
-                return Err(format!(
-                    "{failed}. rollback is off, so it was left as it is.\nJournal of {service}:\n{journal}"
-                ));
-            }
-            let lap = Instant::now();
-            let rolled = roll_back(host, state, t, obs, &mut history, d, s);
-            durations.insert("rollback", lap.elapsed().as_millis() as u64);
-            match rolled {
-                Ok(note) => {
-                    report.rolled_back = true;
-                    report.actions.push("rollback".into());
-                    Err(format!(
-                        "{failed}. {note}\nJournal of {service}:\n{journal}"
-                    ))
-                }
-                Err(e) => Err(format!(
-                    "{failed}. The rollback failed too: {e}\nJournal of {service}:\n{journal}"
-                )),
-            }
-        }
-    }
+    Ok(())
 }
 
-fn restart_and_wait(
-    host: &Host,
-    service: &str,
-    job: Job,
-    d: &Desired,
-    image_id: Option<String>,
-    s: &Settings,
-) -> Result<crate::converge::Converged, String> {
+fn stop_all(host: &Host, services: &[String]) -> Result<(), UnitError> {
+    for svc in services {
+        host.systemd.run_job(Job::Stop, std::slice::from_ref(svc))?;
+    }
+    Ok(())
+}
+
+/// Queues a job and returns the invocation that ran before it: only a different one can be
+/// the new revision.
+fn begin(host: &Host, service: &str, job: Job) -> Result<String, UnitError> {
     let units = [service.to_string()];
-    host.systemd
-        .reset_failed(&units)
-        .map_err(|e| e.to_string())?;
-    // The invocation running now; only a different one can be the new revision.
-    let previous_invocation = host
+    host.systemd.reset_failed(&units)?;
+    let previous = host
         .systemd
-        .show(&units)
-        .map_err(|e| e.to_string())?
+        .show(&units)?
         .first()
         .map(|st| st.invocation_id().to_string())
         .unwrap_or_default();
-    host.systemd
-        .enqueue(job, &units)
-        .map_err(|e| e.to_string())?;
+    host.systemd.enqueue(job, &units)?;
+    Ok(previous)
+}
+
+fn wait(
+    host: &Host,
+    service: &str,
+    d: &Desired,
+    image_id: Option<String>,
+    previous: String,
+    s: &Settings,
+) -> Result<Converged, String> {
     let exp = Expectation {
         service: service.to_string(),
         revision: d.revision.clone(),
         image_id: image_id.unwrap_or_default(),
         needs_health: d.needs_health,
-        previous_invocation: Some(previous_invocation.to_string()).filter(|s| !s.is_empty()),
+        previous_invocation: Some(previous).filter(|p| !p.is_empty()),
         min_healthy: s.min_healthy,
         timeout: s.timeout,
     };
@@ -247,41 +274,89 @@ fn restart_and_wait(
     })
 }
 
-/// Restores the unit text and image that ran before, and brings back the state it was in.
+/// The failure message of a service that did not converge, after rolling its target back.
+#[allow(clippy::too_many_arguments)]
+fn fail(
+    host: &Host,
+    state: &StateDir,
+    t: &Target,
+    obs: &Observation,
+    replaced: &[String],
+    s: &Settings,
+    report: &mut Report,
+    service: &str,
+    d: &Desired,
+    why: &str,
+) -> String {
+    let journal = host.systemd.journal_tail(service, JOURNAL_LINES);
+    let image = short(obs.image_id.as_deref().unwrap_or("?"));
+    let failed = format!(
+        "{service}: revision {} with image {image} did not converge: {why}",
+        short(&d.revision)
+    );
+    if !s.rollback {
+        return format!(
+            "{failed}. rollback is off, so it was left as it is.\nJournal of {service}:\n{journal}"
+        );
+    }
+    let lap = Instant::now();
+    let rolled = roll_back(host, state, t, obs, replaced, s);
+    report
+        .duration_ms
+        .insert("rollback", lap.elapsed().as_millis() as u64);
+    match rolled {
+        Ok(note) => {
+            report.rolled_back = true;
+            report.actions.push("rollback".into());
+            format!("{failed}. {note}\nJournal of {service}:\n{journal}")
+        }
+        Err(e) => {
+            format!("{failed}. The rollback failed too: {e}\nJournal of {service}:\n{journal}")
+        }
+    }
+}
+
+/// Restores the unit text and image that ran before, and brings the `replaced` services back
+/// to the state they were in. Services this run never touched are left as they are.
 fn roll_back(
     host: &Host,
     state: &StateDir,
     t: &Target,
     obs: &Observation,
-    history: &mut crate::state::UnitHistory,
-    failed: &Desired,
+    replaced: &[String],
     s: &Settings,
 ) -> Result<String, String> {
+    let Some(failed) = &t.desired else {
+        return Ok("nothing to roll back".into());
+    };
     let Some(prev_text) = &obs.file_text else {
-        return Err("there was no earlier unit file to roll back to".into());
+        stop_all(host, replaced).map_err(|e| e.to_string())?;
+        return Err(
+            "there was no earlier unit file to roll back to, so its services were stopped".into(),
+        );
     };
     let prev_unit = UnitFile::parse(prev_text).map_err(|e| e.to_string())?;
     let prev_image = prev_unit
         .value("Container", "Image")
         .unwrap_or_default()
         .to_string();
-    let prev_id = obs
-        .running_image_id()
-        .or_else(|| history.current().and_then(|r| r.image_id.clone()));
     let prev = Desired::from_unit(
         prev_unit,
-        crate::podman::ImageRef::parse(&prev_image).map_err(|e| e.to_string())?,
+        ImageRef::parse(&prev_image).map_err(|e| e.to_string())?,
     );
-    write_unit(t, &prev).map_err(|e| e.to_string())?;
+    let mut history = state
+        .unit_history(&t.name.file_name())
+        .map_err(|e| e.to_string())?;
+    let prev_id = obs
+        .running_image_id()
+        .or_else(|| obs.history.current().and_then(|r| r.image_id.clone()));
+    if obs.file_revision.as_deref() != Some(failed.revision.as_str()) {
+        write_unit(t, &prev.text()).map_err(|e| e.to_string())?;
+    }
     history.revisions.retain(|r| r.revision != failed.revision);
-    history.record(record(
-        &revision(&prev.unit),
-        &prev.text(),
-        &prev_image,
-        prev_id.clone(),
-    ));
+    history.record(record(&prev, prev_id.clone()));
     state
-        .save_unit_history(&t.name.file_name(), history)
+        .save_unit_history(&t.name.file_name(), &history)
         .map_err(|e| e.to_string())?;
     if let Some(id) = &prev_id {
         host.podman
@@ -289,16 +364,6 @@ fn roll_back(
             .map_err(|e| e.to_string())?;
     }
     host.systemd.daemon_reload().map_err(|e| e.to_string())?;
-    let service = t.name.service();
-    if !obs.active {
-        host.systemd
-            .run_job(Job::Stop, std::slice::from_ref(&service))
-            .map_err(|e| e.to_string())?;
-        return Ok(format!(
-            "Rolled back to revision {}; it was not running before, so it is stopped again.",
-            short(&prev.revision)
-        ));
-    }
     let image_id = match prev_id {
         Some(id) => Some(id),
         None => host
@@ -306,29 +371,65 @@ fn roll_back(
             .image_id(&prev_image)
             .map_err(|e| e.to_string())?,
     };
-    let c = restart_and_wait(host, &service, Job::Restart, &prev, image_id.clone(), s)
-        .map_err(|why| format!("the previous revision did not come back either: {why}"))?;
+    let mut back = Vec::new();
+    for svc in replaced {
+        if obs.service(svc).is_some_and(|o| o.active) {
+            let previous = begin(host, svc, Job::Restart).map_err(|e| e.to_string())?;
+            wait(host, svc, &prev, image_id.clone(), previous, s).map_err(|why| {
+                format!("the previous revision of {svc} did not come back either: {why}")
+            })?;
+            back.push(svc.clone());
+        } else {
+            stop_all(host, std::slice::from_ref(svc)).map_err(|e| e.to_string())?;
+        }
+    }
+    let running = if back.is_empty() {
+        "nothing had run before, so it is stopped again".to_string()
+    } else {
+        format!("{} runs it again", back.join(", "))
+    };
     Ok(format!(
-        "Rolled back to revision {} (image {}), which runs again as invocation {}.",
+        "Rolled back to revision {} (image {}); {running}.",
         short(&prev.revision),
-        short(image_id.as_deref().unwrap_or("?")),
-        short(&c.invocation_id)
+        short(image_id.as_deref().unwrap_or("?"))
     ))
 }
 
-fn write_unit(t: &Target, d: &Desired) -> Result<(), crate::state::StateError> {
+fn write_unit(t: &Target, text: &str) -> Result<(), crate::state::StateError> {
     if let Some(dir) = t.path.parent() {
         std::fs::create_dir_all(dir).map_err(crate::state::io_err("create", dir))?;
     }
-    atomic_write(&t.path, d.text().as_bytes(), 0o644)
+    atomic_write(&t.path, text.as_bytes(), 0o644)
 }
 
-fn record(rev: &str, text: &str, image_ref: &str, image_id: Option<String>) -> RevisionRecord {
+fn record(d: &Desired, image_id: Option<String>) -> RevisionRecord {
     RevisionRecord {
-        revision: rev.to_string(),
-        text: text.to_string(),
-        image_ref: image_ref.to_string(),
+        revision: d.revision.clone(),
+        text: d.text(),
+        image_ref: d.image.to_string(),
         image_id,
         recorded_at: now_rfc3339(),
+    }
+}
+
+impl Report {
+    /// Notes a service that converged on `revision`.
+    fn converged(&mut self, service: &str, revision: &str, c: &Converged) {
+        if self.instances.is_empty() && self.service == service {
+            self.container_id = Some(c.container_id.clone());
+            self.invocation_id = Some(c.invocation_id.clone());
+            return;
+        }
+        let entry = InstanceReport {
+            service: service.to_string(),
+            container_id: Some(c.container_id.clone()),
+            invocation_id: Some(c.invocation_id.clone()),
+            revision: Some(revision.to_string()),
+            replaced: true,
+        };
+        match self.instances.iter().position(|i| i.service == service) {
+            Some(i) => self.instances[i] = entry,
+            None => self.instances.push(entry),
+        }
     }
 }

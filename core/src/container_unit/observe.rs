@@ -1,5 +1,5 @@
-//! What is there now: the file on disk, what refit recorded, what systemd and podman report.
-//! Reads only.
+//! What is there now: the file on disk, what refit recorded, and what systemd and podman report
+//! for each service of the target. Reads only.
 
 use super::{Host, Target, UnitError};
 use crate::plan::{Observed, RunningContainer};
@@ -8,15 +8,24 @@ use crate::state::{StateDir, UnitHistory, read_optional};
 use crate::unit::{UnitFile, revision};
 
 #[derive(Debug, Clone, Default)]
+pub struct ServiceObs {
+    pub service: String,
+    pub active: bool,
+    pub need_daemon_reload: bool,
+    pub invocation_id: String,
+    /// The running container, if any.
+    pub container: Option<ContainerInfo>,
+}
+
+#[derive(Debug, Clone, Default)]
 pub struct Observation {
     pub file_text: Option<String>,
     pub file_revision: Option<String>,
     pub history: UnitHistory,
-    pub need_daemon_reload: bool,
-    pub active: bool,
-    pub invocation_id: String,
-    /// The running container, if any.
-    pub container: Option<ContainerInfo>,
+    /// One per service of the target, in `Target::services` order.
+    pub services: Vec<ServiceObs>,
+    /// Running instances of a template that are not listed: to be stopped.
+    pub extras: Vec<String>,
     /// The local image ID of the desired reference: as observed, then as fetched.
     pub image_id: Option<String>,
     /// For `rolled_back`: the image ID the previous revision ran.
@@ -24,23 +33,40 @@ pub struct Observation {
 }
 
 impl Observation {
-    pub fn plan_input(&self) -> Observed {
+    /// What the plan needs to know about service `i`.
+    pub fn plan_input(&self, i: usize) -> Observed {
+        let s = &self.services[i];
         Observed {
-            file_revision: self.file_revision.clone(),
-            recorded_revision: self.history.current().map(|r| r.revision.clone()),
-            need_daemon_reload: self.need_daemon_reload,
-            active: self.active,
-            container: self.container.as_ref().map(|c| RunningContainer {
+            need_daemon_reload: s.need_daemon_reload,
+            active: s.active,
+            container: s.container.as_ref().map(|c| RunningContainer {
                 revision: c.revision.clone(),
                 image_id: c.image_id.clone(),
                 health: c.health.clone(),
             }),
-            image_id: self.image_id.clone(),
+            ..self.plan_input_file()
         }
     }
 
+    /// The file-level part alone, for a target with no services to look at.
+    pub fn plan_input_file(&self) -> Observed {
+        Observed {
+            file_revision: self.file_revision.clone(),
+            recorded_revision: self.history.current().map(|r| r.revision.clone()),
+            image_id: self.image_id.clone(),
+            ..Observed::default()
+        }
+    }
+
+    /// The image the target's containers run now (the first running one's).
     pub fn running_image_id(&self) -> Option<String> {
-        self.container.as_ref().map(|c| c.image_id.clone())
+        self.services
+            .iter()
+            .find_map(|s| s.container.as_ref().map(|c| c.image_id.clone()))
+    }
+
+    pub fn service(&self, name: &str) -> Option<&ServiceObs> {
+        self.services.iter().find(|s| s.service == name)
     }
 }
 
@@ -60,33 +86,59 @@ pub fn observe(host: &Host, state: &StateDir, t: &Target) -> Result<Observation,
         },
     };
     let history = state.unit_history(&t.name.file_name())?;
-    let service = t.name.service();
-    let units = std::slice::from_ref(&service);
+    let services = t.services();
     let image = t.desired.as_ref().map(|d| d.image.as_str());
+    let template = t.name.is_template();
+    let stem = t.name.stem().to_string();
     // systemctl is a process start and podman a few socket calls: ask both at once.
-    let (status, podman) = std::thread::scope(|s| {
+    let (statuses, podman) = std::thread::scope(|s| {
         let podman = s.spawn(|| -> Result<_, UnitError> {
-            let containers = host.podman.unit_containers(units)?;
+            let containers = if template {
+                host.podman.template_containers(&stem)?
+            } else {
+                host.podman.unit_containers(&services)?
+            };
             let local = match image {
                 Some(i) => host.podman.image_id(i)?,
                 None => None,
             };
             Ok((containers, local))
         });
-        let status = host.systemd.show(units);
-        (status, podman.join())
+        let statuses = host.systemd.show(&services);
+        (statuses, podman.join())
     });
-    let status = status?.into_iter().next().unwrap_or_default();
+    let statuses = statuses?;
     let (containers, image_id) = podman.unwrap_or_else(|p| std::panic::resume_unwind(p))?;
-    let active = status.is_active();
+    let running = |svc: &str| {
+        containers
+            .iter()
+            .find(|c| c.running && c.unit == svc)
+            .cloned()
+    };
+    let observed = services
+        .iter()
+        .zip(statuses)
+        .map(|(svc, st)| ServiceObs {
+            service: svc.clone(),
+            active: st.is_active(),
+            need_daemon_reload: st.need_daemon_reload(),
+            invocation_id: st.invocation_id().to_string(),
+            container: running(svc),
+        })
+        .collect();
+    let mut extras: Vec<String> = containers
+        .iter()
+        .filter(|c| c.running && !services.contains(&c.unit))
+        .map(|c| c.unit.clone())
+        .collect();
+    extras.sort();
+    extras.dedup();
     Ok(Observation {
         file_text,
         file_revision,
         history,
-        need_daemon_reload: status.need_daemon_reload(),
-        active,
-        invocation_id: status.invocation_id().to_string(),
-        container: containers.into_iter().find(|c| c.running),
+        services: observed,
+        extras,
         image_id,
         rollback_image_id: None,
     })

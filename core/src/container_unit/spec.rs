@@ -1,4 +1,7 @@
 //! The argument spec of `container_unit`: the one list of its options.
+//!
+//! The options that describe a unit appear twice: at the top level (with `name`) and as the
+//! suboptions of each `units` entry. They are written once, in `UNIT_OPTIONS`.
 
 use crate::ansible::{Default, Elem, Kind, ModuleSpec, OptionSpec};
 
@@ -11,15 +14,12 @@ const STATES: &[&str] = &[
     "rolled_back",
 ];
 
-pub static OPTIONS: &[OptionSpec] = &[
-    OptionSpec::new("name", Kind::Str, "The unit: `hello` or `hello.container`.").required(),
-    OptionSpec::new(
-        "state",
-        Kind::Str,
-        "`present` writes the unit and fetches its image but starts nothing; `started` and `restarted` run the desired revision; `rolled_back` returns to the previous recorded revision.",
-    )
-    .default(Default::Str("started"))
-    .choices(STATES),
+const UNIT_COUNT: usize = 21;
+const RUN_COUNT: usize = 10;
+
+/// What describes one unit.
+pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
+    OptionSpec::new("name", Kind::Str, "The unit: `hello`, `hello.container`, or a template `worker@`."),
     OptionSpec::new("image", Kind::Str, "The image reference, `Image=`.").aliases(&["image_ref"]),
     OptionSpec::new("exec", Kind::Str, "The command, `Exec=`."),
     OptionSpec::new("volumes", Kind::List(Elem::Str), "`Volume=` entries, SOURCE:DEST[:OPTIONS]."),
@@ -36,11 +36,40 @@ pub static OPTIONS: &[OptionSpec] = &[
     OptionSpec::new("health_cmd", Kind::Str, "`HealthCmd=`; when set, convergence waits for `healthy`."),
     OptionSpec::new("health_interval", Kind::Str, "`HealthInterval=`, for example `2s`."),
     OptionSpec::new("labels", Kind::Dict, "Container labels, `Label=`."),
+    OptionSpec::new(
+        "depends_on",
+        Kind::List(Elem::Str),
+        "Services this one needs: written as `Requires=` and `After=`, and used to order a `units` list.",
+    ),
     OptionSpec::new("unit", Kind::List(Elem::Str), "Extra `[Unit]` entries, `Key=Value`."),
     OptionSpec::new("container", Kind::List(Elem::Str), "Extra `[Container]` entries, `Key=Value`."),
     OptionSpec::new("service", Kind::List(Elem::Str), "Extra `[Service]` entries, `Key=Value`."),
     OptionSpec::new("install", Kind::List(Elem::Str), "Extra `[Install]` entries, `Key=Value`."),
     OptionSpec::new("content", Kind::Str, "The whole unit text, instead of the structured options."),
+    OptionSpec::new(
+        "instances",
+        Kind::List(Elem::Str),
+        "For a template `NAME@`: the instances to run. They are replaced in batches of `max_parallel`, each converged and healthy before the next; running instances not listed are stopped.",
+    ),
+    OptionSpec::new("canary", Kind::Int, "For a template: replace only this many instances, and leave the rest on their revision until a run without `canary`."),
+    OptionSpec::new("state", Kind::Str, "Overrides the module's `state` for this unit.").choices(STATES),
+];
+
+/// How a run goes, shared by every unit of it.
+const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
+    OptionSpec::new(
+        "units",
+        Kind::List(Elem::Dict),
+        "Several units in one call, each with the options above; they are converged in dependency order, and a failure rolls back the ones this run changed.",
+    )
+    .suboptions(&UNIT_OPTIONS),
+    OptionSpec::new(
+        "state",
+        Kind::Str,
+        "`present` writes the unit and fetches its image but starts nothing; `started` and `restarted` run the desired revision; `rolled_back` returns to the previous recorded revision.",
+    )
+    .default(Default::Str("started"))
+    .choices(STATES),
     OptionSpec::new(
         "pull",
         Kind::Str,
@@ -54,23 +83,47 @@ pub static OPTIONS: &[OptionSpec] = &[
         "When the new revision fails to converge, restore the previous unit text and image and start it again.",
     )
     .default(Default::Bool(true)),
-    OptionSpec::new("timeout", Kind::Int, "Seconds to wait for the new revision to converge.").default(Default::Int(120)),
+    OptionSpec::new("timeout", Kind::Int, "Seconds to wait for each batch of a unit to converge.").default(Default::Int(120)),
     OptionSpec::new(
         "min_healthy_time",
         Kind::Int,
         "Milliseconds the new revision must stay active, unrestarted and healthy to count as converged.",
     )
     .default(Default::Int(1000)),
+    OptionSpec::new("max_parallel", Kind::Int, "Template instances replaced at once.").default(Default::Int(1)),
     OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live.").default(Default::Str("/etc/containers/systemd")),
     OptionSpec::new("state_dir", Kind::Path, "refit's state dir: revisions and the lock.").default(Default::Str("/var/lib/refit")),
     OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str("/run/podman/podman.sock")),
 ];
 
+/// Every option: the unit's and the run's, except the per-unit `state` override, which at the
+/// top level is the run's `state`.
+pub static OPTIONS: [OptionSpec; UNIT_COUNT + RUN_COUNT - 1] = join(UNIT_OPTIONS, RUN_OPTIONS);
+
+const fn join(
+    unit: [OptionSpec; UNIT_COUNT],
+    run: [OptionSpec; RUN_COUNT],
+) -> [OptionSpec; UNIT_COUNT + RUN_COUNT - 1] {
+    let mut out = [run[0]; UNIT_COUNT + RUN_COUNT - 1];
+    let mut i = 0;
+    while i < UNIT_COUNT - 1 {
+        out[i] = unit[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < RUN_COUNT {
+        out[UNIT_COUNT - 1 + j] = run[j];
+        j += 1;
+    }
+    out
+}
+
 pub static SPEC: ModuleSpec = ModuleSpec {
     name: "container_unit",
-    short_description: "Replace a quadlet .container unit in place by revision hash and image, and wait until the new revision runs",
-    options: OPTIONS,
+    short_description: "Replace quadlet .container units in place by revision hash and image, and wait until the new revision runs",
+    options: &OPTIONS,
     mutually_exclusive: &[
+        &["name", "units"],
         &["content", "image"],
         &["content", "exec"],
         &["content", "volumes"],
@@ -82,6 +135,6 @@ pub static SPEC: ModuleSpec = ModuleSpec {
         &["content", "install"],
         &["content", "container"],
     ],
-    required_one_of: &[],
+    required_one_of: &[&["name", "units"]],
     required_if: &[],
 };

@@ -121,10 +121,25 @@ impl Podman for PodmanApi {
             return Ok(Vec::new());
         }
         // One list call for all units; podman ORs repeated label filters of one key.
-        let filters: HashMap<String, Vec<String>> = HashMap::from([(
-            "label".to_string(),
-            units.iter().map(|u| format!("{UNIT_LABEL}={u}")).collect(),
-        )]);
+        let labels = units.iter().map(|u| format!("{UNIT_LABEL}={u}")).collect();
+        self.list_unit_containers(labels, |u| units.iter().any(|x| x == u))
+    }
+
+    fn template_containers(&self, stem: &str) -> Result<Vec<ContainerInfo>, PodmanError> {
+        self.list_unit_containers(vec![UNIT_LABEL.to_string()], |u| {
+            super::is_instance_of(u, stem)
+        })
+    }
+}
+
+impl PodmanApi {
+    /// Containers matching the label filters whose unit label `keep` accepts, with health.
+    fn list_unit_containers(
+        &self,
+        labels: Vec<String>,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<Vec<ContainerInfo>, PodmanError> {
+        let filters: HashMap<String, Vec<String>> = HashMap::from([("label".to_string(), labels)]);
         let opts = ListContainersOptionsBuilder::new()
             .all(true)
             .filters(&filters)
@@ -136,7 +151,7 @@ impl Podman for PodmanApi {
         let mut out = Vec::with_capacity(list.len());
         for c in list {
             let labels = c.labels.unwrap_or_default();
-            let Some(unit) = labels.get(UNIT_LABEL).filter(|u| units.contains(u)) else {
+            let Some(unit) = labels.get(UNIT_LABEL).filter(|u| keep(u)) else {
                 continue;
             };
             let id = c.id.unwrap_or_default();
@@ -154,9 +169,7 @@ impl Podman for PodmanApi {
         }
         Ok(out)
     }
-}
 
-impl PodmanApi {
     pub(super) fn docker(&self) -> &Docker {
         &self.docker
     }

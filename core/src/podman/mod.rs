@@ -60,9 +60,18 @@ pub trait Podman: Sync {
     ) -> Result<Finished, PodmanError>;
     /// Every container quadlet started for these units, running or not, with their health.
     fn unit_containers(&self, units: &[String]) -> Result<Vec<ContainerInfo>, PodmanError>;
+    /// Every container quadlet started for an instance of the template `stem` (`worker@`).
+    fn template_containers(&self, stem: &str) -> Result<Vec<ContainerInfo>, PodmanError>;
 }
 
 /// Strips the `sha256:` prefix, so IDs from different API calls compare.
 pub fn bare_id(id: &str) -> String {
     id.strip_prefix("sha256:").unwrap_or(id).to_string()
+}
+
+/// True when `unit` is an instance service of the template `stem`: `worker@3.service` of `worker@`.
+pub fn is_instance_of(unit: &str, stem: &str) -> bool {
+    unit.strip_prefix(stem)
+        .and_then(|rest| rest.strip_suffix(".service"))
+        .is_some_and(|instance| !instance.is_empty())
 }

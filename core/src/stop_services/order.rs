@@ -14,38 +14,17 @@ fn depends_on(s: &UnitStatus) -> BTreeSet<String> {
     d
 }
 
-/// Start order: every unit after the units of the set it depends on. Ties keep name order, so
-/// the result is stable. A cycle (systemd would refuse it too) is broken at the smallest name.
+/// Start order: every unit after the units of the set it depends on, ties in name order.
 pub fn start_order(units: &[UnitStatus]) -> Vec<String> {
-    let names: BTreeSet<String> = units.iter().map(|u| u.name.clone()).collect();
-    let mut pending: BTreeMap<String, BTreeSet<String>> = units
-        .iter()
-        .map(|u| {
-            (
-                u.name.clone(),
-                depends_on(u)
-                    .intersection(&names)
-                    .filter(|d| **d != u.name)
-                    .cloned()
-                    .collect(),
-            )
-        })
-        .collect();
-    let mut out = Vec::with_capacity(units.len());
-    while !pending.is_empty() {
-        let ready = pending
-            .iter()
-            .find(|(_, deps)| deps.is_empty())
-            .map(|(n, _)| n.clone())
-            .or_else(|| pending.keys().next().cloned());
-        let Some(next) = ready else { break };
-        pending.remove(&next);
-        for deps in pending.values_mut() {
-            deps.remove(&next);
-        }
-        out.push(next);
-    }
-    out
+    let mut names: Vec<String> = units.iter().map(|u| u.name.clone()).collect();
+    names.sort();
+    let by_name: BTreeMap<&str, &UnitStatus> = units.iter().map(|u| (u.name.as_str(), u)).collect();
+    crate::order::topo(&names, |n| {
+        by_name
+            .get(n)
+            .map(|u| depends_on(u).into_iter().collect())
+            .unwrap_or_default()
+    })
 }
 
 /// Stop order: the reverse of the start order, except that targets go last. Stopping a target

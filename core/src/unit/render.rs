@@ -41,6 +41,7 @@ pub struct ContainerOptions {
     pub health_cmd: Option<String>,
     pub health_interval: Option<String>,
     pub labels: Map<String, Value>,
+    pub depends_on: Vec<String>,
     pub unit: Vec<String>,
     pub container: Vec<String>,
     pub service: Vec<String>,
@@ -56,10 +57,24 @@ pub struct RenderedUnit {
 }
 
 pub fn render(opts: &ContainerOptions) -> Result<RenderedUnit, RenderError> {
-    let unit = match &opts.content {
+    let mut unit = match &opts.content {
         Some(text) => UnitFile::parse(text)?,
         None => structured(opts)?,
     };
+    if !opts.depends_on.is_empty() {
+        let s = unit.section_mut("Unit");
+        for d in &opts.depends_on {
+            one_line("depends_on", d)?;
+            let svc = service_name(d);
+            s.entries.push(("Requires".into(), svc.clone()));
+            s.entries.push(("After".into(), svc));
+        }
+        // [Unit] leads a unit file, as systemd's own files have it.
+        if let Some(i) = unit.sections.iter().position(|s| s.name == "Unit") {
+            let u = unit.sections.remove(i);
+            unit.sections.insert(0, u);
+        }
+    }
     let image = unit
         .value("Container", "Image")
         .ok_or(RenderError::NoImage)?;
@@ -117,6 +132,21 @@ fn structured(o: &ContainerOptions) -> Result<UnitFile, RenderError> {
     add_pairs(&mut u, "Service", "service", &o.service)?;
     add_pairs(&mut u, "Install", "install", &o.install)?;
     Ok(u)
+}
+
+/// `db` means `db.service`; a name with a unit suffix stays as it is.
+pub fn service_name(name: &str) -> String {
+    match name.rsplit_once('.') {
+        Some((_, suffix))
+            if matches!(suffix, "service" | "target" | "socket" | "mount" | "timer") =>
+        {
+            name.to_string()
+        }
+        _ => format!(
+            "{}.service",
+            name.strip_suffix(".container").unwrap_or(name)
+        ),
+    }
 }
 
 fn add_pairs(

@@ -1,0 +1,272 @@
+//! Targets: validated units with their services, in dependency order, and their plans.
+
+use super::observe::Observation;
+use super::{Params, UnitError, UnitParams};
+use crate::plan::{Action, Reason, Wanted, plan};
+use crate::podman::ImageRef;
+use crate::systemd::Job;
+use crate::unit::render::RenderError;
+use crate::unit::revision::with_revision_label;
+use crate::unit::{ContainerOptions, UnitFile, UnitName, render, revision};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+/// A validated request for one unit file, before anything on the host is touched.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub name: UnitName,
+    pub wanted: Wanted,
+    pub path: PathBuf,
+    /// None for `absent`, and for `rolled_back` until the previous revision is read.
+    pub desired: Option<Desired>,
+    /// A template's instances; empty for a plain unit.
+    pub instances: Vec<String>,
+    pub canary: Option<usize>,
+    /// The services this unit orders after, from `depends_on` and its [Unit] section.
+    pub after: Vec<String>,
+}
+
+impl Target {
+    /// The services this target runs: the unit's own, or one per instance.
+    pub fn services(&self) -> Vec<String> {
+        if self.name.is_template() {
+            self.instances
+                .iter()
+                .map(|i| self.name.instance_service(i))
+                .collect()
+        } else {
+            vec![self.name.service()]
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Desired {
+    pub unit: UnitFile,
+    pub revision: String,
+    pub image: ImageRef,
+    pub needs_health: bool,
+}
+
+impl Desired {
+    pub fn from_unit(unit: UnitFile, image: ImageRef) -> Self {
+        let revision = revision(&unit);
+        let needs_health = unit
+            .value("Container", "HealthCmd")
+            .is_some_and(|v| !v.is_empty() && v != "none");
+        Desired {
+            unit: with_revision_label(&unit, &revision),
+            revision,
+            image,
+            needs_health,
+        }
+    }
+    pub fn text(&self) -> String {
+        self.unit.render()
+    }
+}
+
+/// What converges one target: file actions once, then jobs per service.
+#[derive(Debug, Clone, Default)]
+pub struct TargetPlan {
+    pub file: Vec<Action>,
+    /// Services to stop: listed ones when wanted stopped or absent, and unlisted instances.
+    pub stops: Vec<String>,
+    /// Services to start or restart, in instance order.
+    pub starts: Vec<(String, Job)>,
+    /// Instances a `canary` run leaves on their revision.
+    pub held: Vec<String>,
+    pub reasons: Vec<Reason>,
+    pub restart_needed: bool,
+}
+
+impl TargetPlan {
+    pub fn changes(&self) -> bool {
+        !(self.file.is_empty() && self.stops.is_empty() && self.starts.is_empty())
+    }
+}
+
+/// Validates every unit of the run and orders them by dependency.
+pub fn targets(p: &Params) -> Result<Vec<Target>, UnitError> {
+    let entries: Vec<&UnitParams> = if p.units.is_empty() {
+        vec![&p.unit]
+    } else {
+        if let Some(given) = given_top_level(&p.unit) {
+            return Err(UnitError::MixedUnits(given));
+        }
+        p.units.iter().collect()
+    };
+    let mut out: Vec<Target> = Vec::with_capacity(entries.len());
+    let mut seen = BTreeSet::new();
+    for (i, u) in entries.iter().enumerate() {
+        let t = target(u, u.state.unwrap_or(p.state), &p.quadlet_dir, i)?;
+        if !seen.insert(t.name.file_name()) {
+            return Err(UnitError::Duplicate(t.name.file_name()));
+        }
+        out.push(t);
+    }
+    let names: Vec<String> = out.iter().map(|t| t.name.file_name()).collect();
+    let order = crate::order::topo(&names, |n| {
+        let Some(t) = out.iter().find(|t| t.name.file_name() == n) else {
+            return Vec::new();
+        };
+        out.iter()
+            .filter(|o| {
+                o.services().iter().any(|s| t.after.contains(s))
+                    || t.after.contains(&o.name.service())
+            })
+            .map(|o| o.name.file_name())
+            .collect()
+    });
+    let mut ordered = Vec::with_capacity(out.len());
+    for n in order {
+        if let Some(i) = out.iter().position(|t| t.name.file_name() == n) {
+            ordered.push(out.swap_remove(i));
+        }
+    }
+    Ok(ordered)
+}
+
+fn given_top_level(u: &UnitParams) -> Option<&'static str> {
+    let o = &u.options;
+    [
+        ("name", u.name.is_some()),
+        ("image", o.image.is_some()),
+        ("content", o.content.is_some()),
+        ("instances", !u.instances.is_empty()),
+        ("env", !o.env.is_empty()),
+        ("exec", o.exec.is_some()),
+    ]
+    .into_iter()
+    .find_map(|(k, given)| given.then_some(k))
+}
+
+fn target(
+    u: &UnitParams,
+    wanted: Wanted,
+    quadlet_dir: &std::path::Path,
+    index: usize,
+) -> Result<Target, UnitError> {
+    let raw = u.name.as_deref().ok_or(UnitError::UnnamedUnit(index))?;
+    let name = UnitName::parse(raw)?;
+    if name.is_template()
+        && u.instances.is_empty()
+        && !matches!(wanted, Wanted::Absent | Wanted::Stopped)
+    {
+        return Err(UnitError::TemplateWithoutInstances(name.file_name()));
+    }
+    if !name.is_template() && !u.instances.is_empty() {
+        return Err(UnitError::InstancesWithoutTemplate(name.file_name()));
+    }
+    for i in &u.instances {
+        if i.is_empty()
+            || !i
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || ":_.-".contains(c))
+            || i.contains("..")
+        {
+            return Err(UnitError::BadInstance(name.file_name(), i.clone()));
+        }
+    }
+    let desired = match wanted {
+        Wanted::Absent | Wanted::RolledBack => None,
+        _ => {
+            let r = render(&u.options)?;
+            Some(Desired::from_unit(r.unit, r.image))
+        }
+    };
+    let after = after_of(&u.options, desired.as_ref().map(|d| &d.unit));
+    Ok(Target {
+        path: quadlet_dir.join(name.file_name()),
+        name,
+        wanted,
+        desired,
+        instances: u.instances.clone(),
+        canary: u.canary.map(|c| c as usize),
+        after,
+    })
+}
+
+fn after_of(o: &ContainerOptions, unit: Option<&UnitFile>) -> Vec<String> {
+    let mut after: Vec<String> = o
+        .depends_on
+        .iter()
+        .map(|d| crate::unit::render::service_name(d))
+        .collect();
+    if let Some(u) = unit {
+        for key in ["After", "Requires", "BindsTo", "Wants"] {
+            after.extend(
+                u.values("Unit", key)
+                    .flat_map(|v| v.split_whitespace().map(str::to_string)),
+            );
+        }
+    }
+    after
+}
+
+/// For `rolled_back`, the desired unit is the previous recorded revision.
+pub fn resolve_rollback(t: &mut Target, obs: &mut Observation) -> Result<(), UnitError> {
+    if t.wanted != Wanted::RolledBack {
+        return Ok(());
+    }
+    let prev = obs
+        .history
+        .previous()
+        .cloned()
+        .ok_or_else(|| UnitError::NoPrevious(t.name.file_name()))?;
+    let unit = UnitFile::parse(&prev.text).map_err(RenderError::from)?;
+    let image = ImageRef::parse(&prev.image_ref).map_err(RenderError::from)?;
+    t.desired = Some(Desired::from_unit(unit, image));
+    obs.rollback_image_id = prev.image_id.clone();
+    Ok(())
+}
+
+/// The plan of each service, merged: file actions once, jobs per service.
+pub fn plan_target(t: &Target, obs: &Observation) -> TargetPlan {
+    let rev = t.desired.as_ref().map_or("", |d| d.revision.as_str());
+    let mut out = TargetPlan::default();
+    let services = t.services();
+    // A template with no instances listed (stopped, absent) still has a file to plan.
+    let inputs: Vec<_> = if services.is_empty() {
+        vec![obs.plan_input_file()]
+    } else {
+        (0..services.len()).map(|i| obs.plan_input(i)).collect()
+    };
+    for (i, input) in inputs.iter().enumerate() {
+        let p = plan(t.wanted, rev, input);
+        for a in &p.actions {
+            match a {
+                Action::WriteUnit | Action::RemoveUnit | Action::DaemonReload => {
+                    if !out.file.contains(a) {
+                        out.file.push(*a);
+                    }
+                }
+                Action::Stop => out.stops.push(services[i].clone()),
+                Action::Start => out.starts.push((services[i].clone(), Job::Start)),
+                Action::Restart => out.starts.push((services[i].clone(), Job::Restart)),
+            }
+        }
+        out.reasons.extend(p.reasons);
+        out.restart_needed |= p.restart_needed;
+    }
+    // The file is removed after its services stop, and reloaded last.
+    out.file.sort_by_key(|a| match a {
+        Action::WriteUnit | Action::RemoveUnit => 0,
+        _ => 1,
+    });
+    if !matches!(t.wanted, Wanted::Present) {
+        for extra in &obs.extras {
+            if !out.stops.contains(extra) {
+                out.stops.push(extra.clone());
+                out.reasons.push(Reason::Running);
+            }
+        }
+    }
+    if let Some(n) = t.canary {
+        let keep = out.starts.split_off(n.min(out.starts.len()));
+        out.held = keep.into_iter().map(|(s, _)| s).collect();
+    }
+    out.reasons.sort();
+    out.reasons.dedup();
+    out
+}
