@@ -191,7 +191,7 @@ fn after_of(o: &ContainerOptions, unit: Option<&UnitFile>) -> Vec<String> {
     let mut after: Vec<String> = o
         .depends_on
         .iter()
-        .map(|d| crate::unit::render::service_name(d))
+        .map(|d| crate::unit::name::service_name(d))
         .collect();
     if let Some(u) = unit {
         for key in ["After", "Requires", "BindsTo", "Wants"] {

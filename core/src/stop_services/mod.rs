@@ -239,20 +239,9 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, StopErro
     Ok(out)
 }
 
-/// `db` means `db.service`; anything with a unit suffix is taken as it is.
 fn unit_name(raw: &str) -> Result<String, NameError> {
     validate_systemd_unit(raw)?;
-    let has_suffix = raw.rsplit_once('.').is_some_and(|(_, s)| {
-        matches!(
-            s,
-            "service" | "target" | "socket" | "timer" | "mount" | "path" | "slice" | "scope"
-        )
-    });
-    Ok(if has_suffix {
-        raw.to_string()
-    } else {
-        format!("{raw}.service")
-    })
+    Ok(crate::unit::name::service_name(raw))
 }
 
 fn check_missing(set: &[UnitStatus], missing_ok: bool) -> Result<(), StopError> {

@@ -135,6 +135,20 @@ fn bad_char(raw: &str) -> Option<&'static str> {
         .then_some("a character systemd does not allow")
 }
 
+/// `db` means `db.service` (and `db.container` too); a name with a unit suffix stays as it is.
+pub fn service_name(name: &str) -> String {
+    let suffix = name.rsplit_once('.').map(|(_, s)| s);
+    if let Some("service" | "target" | "socket" | "timer" | "mount" | "path" | "slice" | "scope") =
+        suffix
+    {
+        return name.to_string();
+    }
+    format!(
+        "{}.service",
+        name.strip_suffix(".container").unwrap_or(name)
+    )
+}
+
 /// Validates a systemd unit name of any type (`db.service`, `app.target`, `worker@2.service`),
 /// as the stop and migrate modules take them.
 pub fn validate_systemd_unit(raw: &str) -> Result<(), NameError> {

@@ -65,7 +65,7 @@ pub fn render(opts: &ContainerOptions) -> Result<RenderedUnit, RenderError> {
         let s = unit.section_mut("Unit");
         for d in &opts.depends_on {
             one_line("depends_on", d)?;
-            let svc = service_name(d);
+            let svc = super::name::service_name(d);
             s.entries.push(("Requires".into(), svc.clone()));
             s.entries.push(("After".into(), svc));
         }
@@ -132,21 +132,6 @@ fn structured(o: &ContainerOptions) -> Result<UnitFile, RenderError> {
     add_pairs(&mut u, "Service", "service", &o.service)?;
     add_pairs(&mut u, "Install", "install", &o.install)?;
     Ok(u)
-}
-
-/// `db` means `db.service`; a name with a unit suffix stays as it is.
-pub fn service_name(name: &str) -> String {
-    match name.rsplit_once('.') {
-        Some((_, suffix))
-            if matches!(suffix, "service" | "target" | "socket" | "mount" | "timer") =>
-        {
-            name.to_string()
-        }
-        _ => format!(
-            "{}.service",
-            name.strip_suffix(".container").unwrap_or(name)
-        ),
-    }
 }
 
 fn add_pairs(
