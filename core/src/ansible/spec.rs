@@ -180,3 +180,24 @@ pub fn find_option<'a>(options: &'a [OptionSpec], name: &str) -> Option<&'a Opti
         .iter()
         .find(|o| o.name == name || o.aliases.contains(&name))
 }
+
+/// Joins two option lists in a `const`, so a list shared by two specs is written once.
+/// `C` must be `A + B`; a wrong length fails the build.
+pub const fn join<const A: usize, const B: usize, const C: usize>(
+    a: [OptionSpec; A],
+    b: [OptionSpec; B],
+) -> [OptionSpec; C] {
+    assert!(A + B == C, "join: C must be A + B");
+    let mut out = [OptionSpec::new("", Kind::Raw, ""); C];
+    let mut i = 0;
+    while i < A {
+        out[i] = a[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < B {
+        out[A + j] = b[j];
+        j += 1;
+    }
+    out
+}

@@ -3,6 +3,7 @@
 //! The options that describe a unit appear twice: at the top level (with `name`) and as the
 //! suboptions of each `units` entry. They are written once, in `UNIT_OPTIONS`.
 
+use crate::ansible::spec::join;
 use crate::ansible::{Default, Elem, Kind, ModuleSpec, OptionSpec};
 
 const STATES: &[&str] = &[
@@ -14,7 +15,7 @@ const STATES: &[&str] = &[
     "rolled_back",
 ];
 
-const UNIT_COUNT: usize = 21;
+const UNIT_COUNT: usize = 20;
 const RUN_COUNT: usize = 10;
 
 /// What describes one unit.
@@ -52,8 +53,18 @@ pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
         "For a template `NAME@`: the instances to run. They are replaced in batches of `max_parallel`, each converged and healthy before the next; running instances not listed are stopped.",
     ),
     OptionSpec::new("canary", Kind::Int, "For a template: replace only this many instances, and leave the rest on their revision until a run without `canary`."),
-    OptionSpec::new("state", Kind::Str, "Overrides the module's `state` for this unit.").choices(STATES),
 ];
+
+/// A `units` entry: a unit's options, and a `state` of its own.
+const UNIT_ENTRY: [OptionSpec; UNIT_COUNT + 1] = join(
+    UNIT_OPTIONS,
+    [OptionSpec::new(
+        "state",
+        Kind::Str,
+        "Overrides the module's `state` for this unit.",
+    )
+    .choices(STATES)],
+);
 
 /// How a run goes, shared by every unit of it.
 const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
@@ -62,7 +73,7 @@ const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
         Kind::List(Elem::Dict),
         "Several units in one call, each with the options above; they are converged in dependency order, and a failure rolls back the ones this run changed.",
     )
-    .suboptions(&UNIT_OPTIONS),
+    .suboptions(&UNIT_ENTRY),
     OptionSpec::new(
         "state",
         Kind::Str,
@@ -96,27 +107,8 @@ const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
     OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str("/run/podman/podman.sock")),
 ];
 
-/// Every option: the unit's and the run's, except the per-unit `state` override, which at the
-/// top level is the run's `state`.
-pub static OPTIONS: [OptionSpec; UNIT_COUNT + RUN_COUNT - 1] = join(UNIT_OPTIONS, RUN_OPTIONS);
-
-const fn join(
-    unit: [OptionSpec; UNIT_COUNT],
-    run: [OptionSpec; RUN_COUNT],
-) -> [OptionSpec; UNIT_COUNT + RUN_COUNT - 1] {
-    let mut out = [run[0]; UNIT_COUNT + RUN_COUNT - 1];
-    let mut i = 0;
-    while i < UNIT_COUNT - 1 {
-        out[i] = unit[i];
-        i += 1;
-    }
-    let mut j = 0;
-    while j < RUN_COUNT {
-        out[UNIT_COUNT - 1 + j] = run[j];
-        j += 1;
-    }
-    out
-}
+/// Every option: the unit's and the run's.
+pub static OPTIONS: [OptionSpec; UNIT_COUNT + RUN_COUNT] = join(UNIT_OPTIONS, RUN_OPTIONS);
 
 pub static SPEC: ModuleSpec = ModuleSpec {
     name: "container_unit",

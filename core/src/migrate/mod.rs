@@ -18,8 +18,9 @@ use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-#[derive(Debug, Clone, Deserialize)]
-pub struct Params {
+/// One migration: at the top level, or an entry of `migrations`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Migration {
     pub unit: Option<String>,
     pub image: Option<String>,
     #[serde(default)]
@@ -27,8 +28,19 @@ pub struct Params {
     #[serde(default)]
     pub env: Map<String, Value>,
     pub network: Option<String>,
+    #[serde(default)]
     pub command: Vec<String>,
     pub check_command: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Params {
+    #[serde(flatten)]
+    pub one: Migration,
+    #[serde(default)]
+    pub migrations: Vec<Migration>,
+    pub stop_first: bool,
+    pub stop_record: String,
     pub timeout: u64,
     pub quadlet_dir: PathBuf,
     pub state_dir: PathBuf,
@@ -59,6 +71,10 @@ pub enum MigrateError {
     State(#[from] StateError),
     #[error(transparent)]
     Podman(#[from] PodmanError),
+    #[error(transparent)]
+    Stop(#[from] crate::stop_services::StopError),
+    #[error("stop_first needs `unit`: with only an image there is no service to stop")]
+    StopNeedsUnit,
 }
 
 /// The record of a migration that ran (or was found not pending) for one image.
@@ -74,7 +90,11 @@ pub struct Stamp {
 
 #[derive(Debug, Default, Serialize)]
 struct Report {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unit: Option<String>,
     ran: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    stopped: Vec<String>,
     skipped_reason: Option<String>,
     rc: Option<i64>,
     stdout_tail: Option<String>,
@@ -86,24 +106,86 @@ struct Report {
 /// How many lines of output a result carries.
 const TAIL_LINES: usize = 20;
 
+/// What one migration did: its report, whether it changed anything, and its message, or the
+/// failure that ends the run.
+struct Done {
+    report: Report,
+    changed: bool,
+    msg: String,
+    failed: bool,
+}
+
 pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, MigrateError> {
     let t0 = Instant::now();
-    check_words("command", &p.command)?;
-    if let Some(c) = &p.check_command {
-        check_words("check_command", c)?;
-    }
-    let mut oneoff = source::oneoff(&p)?;
-    let state = StateDir::new(&p.state_dir);
-    let key = stamp_key(&oneoff.source, &p.command);
-    let stamp_path = state.path(&format!("migrations/{key}.json"));
-    let mut report = Report {
-        stamp: stamp_path.display().to_string(),
-        ..Report::default()
+    let batch = !p.migrations.is_empty();
+    let list = if batch {
+        p.migrations.clone()
+    } else {
+        vec![p.one.clone()]
     };
+    let state = StateDir::new(&p.state_dir);
     let _lock = if inv.check_mode {
         None
     } else {
-        Some(state.lock(&format!("run_migrations {}", oneoff.source))?)
+        Some(state.lock("run_migrations")?)
+    };
+    let mut done = Vec::with_capacity(list.len());
+    for m in &list {
+        let d = run_one(m, &p, inv, host, &state)?;
+        let failed = d.failed;
+        done.push(d);
+        if failed {
+            break;
+        }
+    }
+    let changed = done.iter().any(|d| d.changed);
+    let failed = done.iter().find(|d| d.failed).map(|d| d.msg.clone());
+    let msg = done
+        .iter()
+        .map(|d| d.msg.clone())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let mut out = if batch {
+        let reports: Vec<&Report> = done.iter().map(|d| &d.report).collect();
+        let data = serde_json::json!({
+            "migrations": reports,
+            "ran": done.iter().filter(|d| d.report.ran).count(),
+            "duration_ms": t0.elapsed().as_millis() as u64,
+        });
+        Outcome::new(changed, msg).with_data(data)
+    } else {
+        let mut d = done.remove(0);
+        d.report.duration_ms = t0.elapsed().as_millis() as u64;
+        Outcome::new(changed, msg).with_data(d.report)
+    };
+    if let Some(f) = failed {
+        out = out.failed(f);
+    }
+    Ok(out)
+}
+
+fn run_one(
+    m: &Migration,
+    p: &Params,
+    inv: &Invocation,
+    host: &Host,
+    state: &StateDir,
+) -> Result<Done, MigrateError> {
+    let t0 = Instant::now();
+    check_words("command", &m.command)?;
+    if let Some(c) = &m.check_command {
+        check_words("check_command", c)?;
+    }
+    if p.stop_first && m.unit.is_none() {
+        return Err(MigrateError::StopNeedsUnit);
+    }
+    let mut oneoff = source::oneoff(m, &p.quadlet_dir)?;
+    let key = stamp_key(&oneoff.source, &m.command);
+    let stamp_path = state.path(&format!("migrations/{key}.json"));
+    let mut report = Report {
+        unit: m.unit.clone(),
+        stamp: stamp_path.display().to_string(),
+        ..Report::default()
     };
     let image_id = host
         .podman
@@ -112,28 +194,30 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, MigrateE
     // Run by ID: a tag that moves during the run cannot change what is migrated.
     oneoff.spec.image = image_id.clone();
     report.image_id = Some(image_id.clone());
-    let finish = |mut report: Report, changed: bool, msg: String| {
+    let finish = |mut report: Report, changed: bool, msg: String, failed: bool| {
         report.duration_ms = t0.elapsed().as_millis() as u64;
-        Ok(Outcome::new(changed, msg).with_data(report))
+        Ok(Done {
+            report,
+            changed,
+            msg,
+            failed,
+        })
     };
 
     if let Some(stamp) = load_stamp(&stamp_path)?
         && stamp.image_id == image_id
     {
-        report.skipped_reason = Some(format!(
+        let why = format!(
             "already {} for image {}",
             stamp.outcome.replace('_', " "),
             short(&image_id)
-        ));
-        let msg = format!(
-            "{}: nothing pending ({})",
-            oneoff.source,
-            report.skipped_reason.as_deref().unwrap_or("")
         );
-        return finish(report, false, msg);
+        let msg = format!("{}: nothing pending ({why})", oneoff.source);
+        report.skipped_reason = Some(why);
+        return finish(report, false, msg, false);
     }
     if inv.check_mode {
-        let msg = match &p.check_command {
+        let msg = match &m.check_command {
             Some(_) => format!(
                 "{}: would run the check command, and the migration if it reports pending work",
                 oneoff.source
@@ -144,17 +228,17 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, MigrateE
                 short(&image_id)
             ),
         };
-        return finish(report, true, msg);
+        return finish(report, true, msg, false);
     }
     let timeout = Duration::from_secs(p.timeout);
     let stamp = |outcome: &str| Stamp {
         source: oneoff.source.clone(),
-        command: p.command.clone(),
+        command: m.command.clone(),
         image_id: image_id.clone(),
         outcome: outcome.to_string(),
         recorded_at: crate::time::now_rfc3339(),
     };
-    if let Some(check) = &p.check_command {
+    if let Some(check) = &m.check_command {
         let spec = OneOff {
             command: check.clone(),
             ..oneoff.spec.clone()
@@ -162,14 +246,34 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, MigrateE
         if let Finished::Exited(r) = host.podman.run_oneoff(&spec, timeout)?
             && r.rc == 0
         {
-            save_stamp(&state, &stamp_path, &stamp("not_pending"))?;
+            save_stamp(state, &stamp_path, &stamp("not_pending"))?;
             report.skipped_reason = Some("check_command reports nothing pending".into());
             let msg = format!("{}: nothing pending, says the check command", oneoff.source);
-            return finish(report, false, msg);
+            return finish(report, false, msg, false);
         }
     }
+    if p.stop_first {
+        // Pending, so the service and what needs it stop before the schema changes under them.
+        let stop_host = crate::stop_services::Host {
+            systemd: host.systemd,
+            clock: host.clock,
+        };
+        let record = crate::stop_services::record_path(state, &p.stop_record)?;
+        let stopped = crate::stop_services::stop_set(
+            &stop_host,
+            state,
+            &record,
+            std::slice::from_ref(&oneoff.source),
+            true,
+            false,
+            false,
+            host.clock.now(),
+            timeout,
+        )?;
+        report.stopped = stopped.stopped;
+    }
     let spec = OneOff {
-        command: p.command.clone(),
+        command: m.command.clone(),
         ..oneoff.spec.clone()
     };
     match host.podman.run_oneoff(&spec, timeout)? {
@@ -182,18 +286,17 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, MigrateE
             report.rc = Some(r.rc);
             report.stdout_tail = Some(tail(&r.output));
             if r.rc != 0 {
-                report.duration_ms = t0.elapsed().as_millis() as u64;
                 let msg = format!(
                     "{}: the migration exited {}; nothing was recorded, so the next run tries again. Last output:\n{}",
                     oneoff.source,
                     r.rc,
                     tail(&r.output)
                 );
-                return Ok(Outcome::new(true, "").with_data(report).failed(msg));
+                return finish(report, true, msg, true);
             }
-            save_stamp(&state, &stamp_path, &stamp("migrated"))?;
+            save_stamp(state, &stamp_path, &stamp("migrated"))?;
             let msg = format!("{}: migrated for image {}", oneoff.source, short(&image_id));
-            finish(report, true, msg)
+            finish(report, true, msg, false)
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Where a migration container comes from: the image, volumes, env and network of a service's
 //! quadlet file, or an explicit image.
 
-use super::Params;
+use super::Migration;
 use crate::podman::{ImageRef, OneOff};
 use crate::unit::{UnitFile, UnitName, words};
 use std::collections::HashMap;
@@ -19,6 +19,8 @@ pub enum SourceError {
     NoImage(PathBuf),
     #[error(transparent)]
     Image(#[from] crate::podman::reference::RefError),
+    #[error("a migration needs `unit` or `image`")]
+    NoSource,
     #[error(
         "{0} uses podman secrets (Secret=), which run_migrations cannot pass to a one-off container yet; pass what the migration needs with `env` (secret values are masked) or run it with `image`"
     )]
@@ -31,12 +33,12 @@ pub struct Source {
     pub spec: OneOff,
 }
 
-pub fn oneoff(p: &Params) -> Result<Source, SourceError> {
+pub fn oneoff(p: &Migration, quadlet_dir: &std::path::Path) -> Result<Source, SourceError> {
     let mut spec = OneOff::default();
     let source = match (&p.unit, &p.image) {
         (Some(unit), _) => {
             let name = UnitName::parse(unit)?;
-            let path = p.quadlet_dir.join(name.file_name());
+            let path = quadlet_dir.join(name.file_name());
             let text = match std::fs::read_to_string(&path) {
                 Ok(t) => t,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -77,7 +79,7 @@ pub fn oneoff(p: &Params) -> Result<Source, SourceError> {
             spec.network = p.network.clone();
             image.clone()
         }
-        (None, None) => unreachable!("the spec requires one of unit and image"),
+        (None, None) => return Err(SourceError::NoSource),
     };
     ImageRef::parse(&spec.image)?;
     for (k, v) in &p.env {

@@ -1,8 +1,13 @@
 //! The argument spec of `run_migrations`.
 
+use crate::ansible::spec::join;
 use crate::ansible::{Default, Elem, Kind, ModuleSpec, OptionSpec};
 
-pub static OPTIONS: &[OptionSpec] = &[
+const ONE: usize = 7;
+const RUN: usize = 7;
+
+/// One migration: at the top level, or an entry of `migrations`.
+pub const MIGRATION_OPTIONS: [OptionSpec; ONE] = [
     OptionSpec::new(
         "unit",
         Kind::Str,
@@ -32,36 +37,45 @@ pub static OPTIONS: &[OptionSpec] = &[
         "command",
         Kind::List(Elem::Str),
         "The migration command, as a list of words.",
-    )
-    .required(),
+    ),
     OptionSpec::new(
         "check_command",
         Kind::List(Elem::Str),
         "A command that exits 0 when nothing is pending; then the migration is skipped, even without a stamp.",
     ),
-    OptionSpec::new(
-        "timeout",
-        Kind::Int,
-        "Seconds the migration may run before it is killed.",
-    )
-    .default(Default::Int(600)),
-    OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live.")
-        .default(Default::Str("/etc/containers/systemd")),
-    OptionSpec::new(
-        "state_dir",
-        Kind::Path,
-        "refit's state dir: migration stamps and the lock.",
-    )
-    .default(Default::Str("/var/lib/refit")),
-    OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.")
-        .default(Default::Str("/run/podman/podman.sock")),
 ];
+
+const RUN_OPTIONS: [OptionSpec; RUN] = [
+    OptionSpec::new(
+        "migrations",
+        Kind::List(Elem::Dict),
+        "Several migrations in one call, each with the options above, run in order; the first failure stops the list.",
+    )
+    .suboptions(&MIGRATION_OPTIONS),
+    OptionSpec::new(
+        "stop_first",
+        Kind::Bool,
+        "Before a pending migration of a `unit`, stop that service and what depends on it, recorded in the stop record so `stop_services state=restored` brings them back.",
+    )
+    .default(Default::Bool(false)),
+    OptionSpec::new("stop_record", Kind::Str, "The stop record `stop_first` writes to.").default(Default::Str("default")),
+    OptionSpec::new("timeout", Kind::Int, "Seconds a migration may run before it is killed.").default(Default::Int(600)),
+    OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live.").default(Default::Str("/etc/containers/systemd")),
+    OptionSpec::new("state_dir", Kind::Path, "refit's state dir: migration stamps and the lock.").default(Default::Str("/var/lib/refit")),
+    OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str("/run/podman/podman.sock")),
+];
+
+pub static OPTIONS: [OptionSpec; ONE + RUN] = join(MIGRATION_OPTIONS, RUN_OPTIONS);
 
 pub static SPEC: ModuleSpec = ModuleSpec {
     name: "run_migrations",
-    short_description: "Run a migration in a one-off container, only when it is pending",
-    options: OPTIONS,
-    mutually_exclusive: &[&["unit", "image"]],
-    required_one_of: &[&["unit", "image"]],
+    short_description: "Run migrations in one-off containers, only when they are pending",
+    options: &OPTIONS,
+    mutually_exclusive: &[
+        &["unit", "image"],
+        &["migrations", "unit"],
+        &["migrations", "image"],
+    ],
+    required_one_of: &[&["unit", "image", "migrations"]],
     required_if: &[],
 };

@@ -115,7 +115,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, StopErro
         .map(|s| unit_name(s))
         .collect::<Result<Vec<_>, _>>()?;
     let state = StateDir::new(&p.state_dir);
-    let record_path = state.path(&format!("stops/{}.json", p.record));
+    let record_path = record_path(&state, &p.record)?;
     let _lock = if inv.check_mode {
         None
     } else {
@@ -132,42 +132,20 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, StopErro
             if names.is_empty() {
                 return Err(StopError::Empty);
             }
-            let set = expand(host.systemd, &names, p.dependents, p.missing_ok)?;
-            report.order = stop_order(&set);
-            let active: Vec<String> = report
-                .order
-                .iter()
-                .filter(|n| set.iter().any(|s| &s.name == *n && s.is_active()))
-                .cloned()
-                .collect();
-            report.already_inactive = report
-                .order
-                .iter()
-                .filter(|n| !active.contains(n))
-                .cloned()
-                .collect();
-            if !inv.check_mode && !active.is_empty() {
-                let mut rec = load_record(&record_path)?.unwrap_or_default();
-                for a in &active {
-                    if !rec.active_before.contains(a) {
-                        rec.active_before.push(a.clone());
-                    }
-                }
-                rec.recorded_at = crate::time::now_rfc3339();
-                state.ensure("stops")?;
-                save_record(&record_path, &rec)?;
-                for unit in &active {
-                    host.systemd
-                        .enqueue(Job::Stop, std::slice::from_ref(unit))?;
-                    wait_all(
-                        host,
-                        std::slice::from_ref(unit),
-                        Goal::Inactive,
-                        start,
-                        deadline,
-                    )?;
-                }
-            }
+            let stopped = stop_set(
+                host,
+                &state,
+                &record_path,
+                &names,
+                p.dependents,
+                p.missing_ok,
+                inv.check_mode,
+                start,
+                deadline,
+            )?;
+            report.order = stopped.order;
+            report.already_inactive = stopped.already_inactive;
+            let active = stopped.stopped;
             report.stopped = active;
             !report.stopped.is_empty()
         }
@@ -237,6 +215,82 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, StopErro
     let mut out = Outcome::new(changed, msg).with_data(&report);
     out.warnings = warnings;
     Ok(out)
+}
+
+/// The path of the stop record `name`, which must be a plain name.
+pub fn record_path(state: &StateDir, name: &str) -> Result<std::path::PathBuf, StopError> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(StopError::BadRecord(name.to_string()));
+    }
+    Ok(state.path(&format!("stops/{name}.json")))
+}
+
+/// What a stop did: the whole set in stop order, what was stopped and what was not running.
+#[derive(Debug, Default)]
+pub struct Stopped {
+    pub order: Vec<String>,
+    pub stopped: Vec<String>,
+    pub already_inactive: Vec<String>,
+}
+
+/// Stops `names` (with their target members, and dependents if asked) in reverse dependency
+/// order, after merging the active ones into the stop record at `record_path`. In check mode it
+/// only says what it would stop.
+#[allow(clippy::too_many_arguments)]
+pub fn stop_set(
+    host: &Host,
+    state: &StateDir,
+    record_path: &std::path::Path,
+    names: &[String],
+    dependents: bool,
+    missing_ok: bool,
+    check: bool,
+    start: Instant,
+    deadline: Duration,
+) -> Result<Stopped, StopError> {
+    let set = expand(host.systemd, names, dependents, missing_ok)?;
+    let order = stop_order(&set);
+    let active: Vec<String> = order
+        .iter()
+        .filter(|n| set.iter().any(|s| &s.name == *n && s.is_active()))
+        .cloned()
+        .collect();
+    let already_inactive = order
+        .iter()
+        .filter(|n| !active.contains(n))
+        .cloned()
+        .collect();
+    if !check && !active.is_empty() {
+        let mut rec = load_record(record_path)?.unwrap_or_default();
+        for a in &active {
+            if !rec.active_before.contains(a) {
+                rec.active_before.push(a.clone());
+            }
+        }
+        rec.recorded_at = crate::time::now_rfc3339();
+        state.ensure("stops")?;
+        save_record(record_path, &rec)?;
+        for unit in &active {
+            host.systemd
+                .enqueue(Job::Stop, std::slice::from_ref(unit))?;
+            wait_all(
+                host,
+                std::slice::from_ref(unit),
+                Goal::Inactive,
+                start,
+                deadline,
+            )?;
+        }
+    }
+    Ok(Stopped {
+        order,
+        stopped: active,
+        already_inactive,
+    })
 }
 
 fn unit_name(raw: &str) -> Result<String, NameError> {
