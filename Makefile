@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CACHE ?= /var/cache/refit-testbed
 RUN ?= /var/tmp/refit-testbed
 VENV ?= $(CACHE)/venv
-MODULES := container_unit stop_services run_migrations
+MODULES := container_unit stop_services run_migrations flow_state
 GALAXY := $(if $(wildcard $(VENV)/bin/ansible-galaxy),$(VENV)/bin/ansible-galaxy,ansible-galaxy)
 
 .PHONY: test collection modules testbed-up testbed-down integration

@@ -105,6 +105,13 @@ impl Podman for FakePodman {
             .push(format!("pull {image}"));
         Ok("pulled".into())
     }
+    fn load_archive(&self, path: &std::path::Path) -> Result<Vec<String>, PodmanError> {
+        self.calls
+            .lock()
+            .expect("calls")
+            .push(format!("load {}", path.display()));
+        Ok(Vec::new())
+    }
     fn tag(&self, image_id: &str, target: &str) -> Result<(), PodmanError> {
         self.calls
             .lock()

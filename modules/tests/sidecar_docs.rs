@@ -8,6 +8,7 @@ fn modules() -> Vec<&'static ModuleSpec> {
         &refit_core::container_unit::spec::SPEC,
         &refit_core::stop_services::spec::SPEC,
         &refit_core::migrate::spec::SPEC,
+        &refit_core::flow::spec::SPEC,
     ]
 }
 

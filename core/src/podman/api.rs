@@ -100,6 +100,46 @@ impl Podman for PodmanApi {
             .ok_or_else(|| pull_err("the pull reported success but the image is not local".into()))
     }
 
+    fn load_archive(&self, path: &std::path::Path) -> Result<Vec<String>, PodmanError> {
+        let err = |detail: String| PodmanError::Api {
+            call: format!("image load {}", path.display()),
+            detail,
+        };
+        let file = std::fs::File::open(path).map_err(|e| err(e.to_string()))?;
+        // Streamed in chunks: an archive of a whole stack does not fit in memory comfortably.
+        let chunks = futures_util::stream::unfold(file, |mut f| async move {
+            let mut buf = vec![0u8; 1 << 20];
+            match std::io::Read::read(&mut f, &mut buf) {
+                Ok(0) | Err(_) => None,
+                Ok(n) => {
+                    buf.truncate(n);
+                    Some((bytes::Bytes::from(buf), f))
+                }
+            }
+        });
+        let opts = bollard::query_parameters::ImportImageOptionsBuilder::new()
+            .quiet(true)
+            .build();
+        self.rt.block_on(async {
+            let mut stream = self
+                .docker
+                .import_image(opts, bollard::body_stream(chunks), None);
+            let mut loaded = Vec::new();
+            while let Some(item) = stream.next().await {
+                let info = item.map_err(|e| err(e.to_string()))?;
+                if let Some(e) = info.error_detail.and_then(|d| d.message) {
+                    return Err(err(e));
+                }
+                if let Some(s) = info.stream {
+                    loaded.extend(s.lines().filter_map(|l| {
+                        l.trim().strip_prefix("Loaded image: ").map(str::to_string)
+                    }));
+                }
+            }
+            Ok(loaded)
+        })
+    }
+
     fn tag(&self, image_id: &str, target: &str) -> Result<(), PodmanError> {
         let (repo, tag) = target.rsplit_once(':').unwrap_or((target, "latest"));
         let opts = TagImageOptionsBuilder::new().repo(repo).tag(tag).build();

@@ -50,6 +50,9 @@ pub trait Podman: Sync {
     fn image_id(&self, image: &str) -> Result<Option<String>, PodmanError>;
     /// Pulls a reference, draining the progress stream, and returns its new local ID.
     fn pull(&self, image: &str) -> Result<String, PodmanError>;
+    /// Loads a `podman save` archive (docker-archive, `-m` for several images) from a file on
+    /// this host, and returns the references it loaded.
+    fn load_archive(&self, path: &std::path::Path) -> Result<Vec<String>, PodmanError>;
     /// Points `target` (REPO:TAG) at an image ID.
     fn tag(&self, image_id: &str, target: &str) -> Result<(), PodmanError>;
     /// Runs a one-off container to its end or the deadline, and removes it either way.

@@ -1,0 +1,73 @@
+//! The preflight checks that read the host: disk, services, images.
+
+use super::FlowError;
+use crate::host::Host;
+use std::path::Path;
+
+/// Free MiB in the image store; an error when below `need`.
+pub fn check_disk(store: &Path, need: u64) -> Result<u64, FlowError> {
+    // The store may not exist on a fresh host; its nearest existing parent holds it then.
+    let mut p = store;
+    while !p.exists() {
+        p = p.parent().unwrap_or(Path::new("/"));
+    }
+    let st =
+        rustix::fs::statvfs(p).map_err(|e| FlowError::Statvfs(p.to_path_buf(), e.to_string()))?;
+    let free = st.f_bavail.saturating_mul(st.f_frsize) / (1024 * 1024);
+    if free < need {
+        return Err(FlowError::Disk {
+            path: store.to_path_buf(),
+            free,
+            need,
+        });
+    }
+    Ok(free)
+}
+
+/// Each service must not be failed, nor run an unhealthy container. One `systemctl show` and one
+/// container list for all of them.
+pub fn check_services(host: &Host, services: &[String]) -> Result<(), FlowError> {
+    if services.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = services
+        .iter()
+        .map(|s| crate::unit::name::service_name(s))
+        .collect();
+    let statuses = host.systemd.show(&names)?;
+    let containers = host.podman.unit_containers(&names)?;
+    let mut bad = Vec::new();
+    for st in &statuses {
+        if st.active_state() == "failed" {
+            bad.push(format!(
+                "{} is failed (Result={})",
+                st.name,
+                st.get("Result")
+            ));
+        } else if containers
+            .iter()
+            .any(|c| c.unit == st.name && c.running && c.health.as_deref() == Some("unhealthy"))
+        {
+            bad.push(format!("{} is unhealthy", st.name));
+        }
+    }
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(FlowError::Unhealthy(bad.join(", ")))
+    }
+}
+
+pub fn check_images(host: &Host, images: &[String]) -> Result<(), FlowError> {
+    let mut missing = Vec::new();
+    for i in images {
+        if host.podman.image_id(i)?.is_none() {
+            missing.push(i.clone());
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(FlowError::MissingImages(missing.join(", ")))
+    }
+}

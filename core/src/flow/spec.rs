@@ -1,0 +1,49 @@
+//! The argument spec of `flow_state`.
+
+use crate::ansible::{Default, Elem, Kind, ModuleSpec, OptionSpec, RequiredIf};
+
+pub static OPTIONS: &[OptionSpec] = &[
+    OptionSpec::new(
+        "action",
+        Kind::Str,
+        "`begin` runs the preflight checks and takes the run lease; `finish` records the stream and releases it; `abandon` releases a lease an interrupted run left; `status` only reads.",
+    )
+    .default(Default::Str("begin"))
+    .choices(&["begin", "finish", "abandon", "status"]),
+    OptionSpec::new("flow", Kind::Str, "The flow this run is.").choices(&["deploy", "update", "upgrade"]),
+    OptionSpec::new("stream", Kind::Str, "The stream this run converges to, for example `1.1`."),
+    OptionSpec::new(
+        "streams",
+        Kind::List(Elem::Str),
+        "Known streams, oldest first. An upgrade may only go to the stream after the recorded one; without this list, to the next minor version.",
+    ),
+    OptionSpec::new("allow_skip", Kind::Bool, "Let an upgrade skip streams.").default(Default::Bool(false)),
+    OptionSpec::new("run_id", Kind::Str, "Identifies this run, so a run of the same flow and stream resumes an interrupted one."),
+    OptionSpec::new("services", Kind::List(Elem::Str), "Services that must be healthy before anything is touched: not failed, and not unhealthy."),
+    OptionSpec::new("images", Kind::List(Elem::Str), "Images that must be present locally (offline runs)."),
+    OptionSpec::new("image_archive", Kind::Path, "A `podman save -m` archive to load before the image check, for disconnected sites."),
+    OptionSpec::new("min_free_mb", Kind::Int, "Free space the image store needs, in MiB.").default(Default::Int(1024)),
+    OptionSpec::new("image_store", Kind::Path, "Where podman keeps images.").default(Default::Str("/var/lib/containers/storage")),
+    OptionSpec::new("state_dir", Kind::Path, "refit's state dir: the stream in use and the run lease.").default(Default::Str("/var/lib/refit")),
+    OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str("/run/podman/podman.sock")),
+];
+
+pub static SPEC: ModuleSpec = ModuleSpec {
+    name: "flow_state",
+    short_description: "Preflight checks, the run lease and the recorded stream of refit's deploy, update and upgrade flows",
+    options: OPTIONS,
+    mutually_exclusive: &[],
+    required_one_of: &[],
+    required_if: &[
+        RequiredIf {
+            option: "action",
+            value: "begin",
+            requires: &["flow", "stream", "run_id"],
+        },
+        RequiredIf {
+            option: "action",
+            value: "finish",
+            requires: &["flow", "stream", "run_id"],
+        },
+    ],
+};
