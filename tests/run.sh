@@ -25,5 +25,8 @@ trap 'step "testbed down"; tests/testbed/testbed.sh down' EXIT
 timed testbed tests/testbed/testbed.sh up th1 th2
 step "collection"
 timed collection make --no-print-directory collection
+step "ansible-lint (production profile)"
+eval "$(tests/testbed/testbed.sh env)"
+timed ansible-lint env ANSIBLE_COLLECTIONS_PATH="$REFIT_TESTBED_RUN/collections" ansible-lint --nocolor roles playbooks tests/integration examples
 step "integration"
 timed integration tests/integration/run.sh

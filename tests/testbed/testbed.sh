@@ -24,7 +24,8 @@ ROOTFS=$CACHE/rootfs-trixie
 VENV=$CACHE/venv
 # Bump when the rootfs recipe below changes, so cached rootfs are rebuilt.
 ROOTFS_RECIPE=3
-ANSIBLE_CORE_SPEC='ansible-core>=2.19,<2.20'
+# ansible-core 2.20+ needs Python 3.12; this machine has 3.11.
+PY_SPECS=('ansible-core>=2.19,<2.20' 'ansible-lint>=25.12,<26')
 CGROUP_HIERARCHIES=(/sys/fs/cgroup/unified /sys/fs/cgroup/systemd)
 HOST_CONTAINERS_CONF=$CACHE/host-containers.conf
 
@@ -123,14 +124,14 @@ registries_conf() {
 }
 
 make_venv() {
-    if [ -x "$VENV/bin/ansible-playbook" ] && [ "$(cat "$VENV/.refit-spec" 2>/dev/null)" = "$ANSIBLE_CORE_SPEC" ]; then
+    if [ -x "$VENV/bin/ansible-playbook" ] && [ "$(cat "$VENV/.refit-spec" 2>/dev/null)" = "${PY_SPECS[*]}" ]; then
         log "venv: reusing $VENV"
         return
     fi
     rm -rf "$VENV"
     python3 -m venv "$VENV"
-    "$VENV/bin/pip" install -q --disable-pip-version-check "$ANSIBLE_CORE_SPEC"
-    echo "$ANSIBLE_CORE_SPEC" > "$VENV/.refit-spec"
+    "$VENV/bin/pip" install -q --disable-pip-version-check "${PY_SPECS[@]}"
+    echo "${PY_SPECS[*]}" > "$VENV/.refit-spec"
 }
 
 start_registry() {
