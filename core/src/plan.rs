@@ -75,6 +75,9 @@ pub struct Plan {
     pub reasons: Vec<Reason>,
     /// The running service does not run the desired revision and image.
     pub restart_needed: bool,
+    /// The service is not running; `started` would start it. A `present` run says so, so a flow
+    /// that was interrupted after stopping services knows to start them again.
+    pub start_needed: bool,
 }
 
 impl Plan {
@@ -102,7 +105,7 @@ pub fn plan(wanted: Wanted, desired: &str, obs: &Observed) -> Plan {
         return Plan {
             actions,
             reasons,
-            restart_needed: false,
+            ..Plan::default()
         };
     }
 
@@ -149,6 +152,7 @@ pub fn plan(wanted: Wanted, desired: &str, obs: &Observed) -> Plan {
         }
     }
 
+    let start_needed = running.is_none() && !matches!(wanted, Wanted::Stopped);
     match wanted {
         Wanted::Present => {}
         Wanted::Started | Wanted::RolledBack => {
@@ -182,6 +186,7 @@ pub fn plan(wanted: Wanted, desired: &str, obs: &Observed) -> Plan {
         actions,
         reasons,
         restart_needed,
+        start_needed,
     }
 }
 

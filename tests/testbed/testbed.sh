@@ -8,6 +8,7 @@
 #   testbed.sh exec HOST CMD...    run CMD inside HOST (all namespaces, in its init.scope cgroup)
 #   testbed.sh publish REPO:TAG VERSION [MODE] [SCHEMA]
 #                                  build a new test image and push it under REPO:TAG
+#   testbed.sh archive OUT REF...  pull REFs from the registry and `podman save -m` them to OUT
 #   testbed.sh registry stop|start take the registry away (offline tests) and bring it back
 #   testbed.sh env                 print the exports that point Ansible at this bed
 #
@@ -283,7 +284,7 @@ write_ansible_config() {
     {
         echo "[testhosts]"
         for name in "$@"; do
-            echo "$name ansible_connection=refit_testhost refit_testhost_pid=$(leader_pid "$name") testbed_port_base=$port"
+            echo "$name ansible_connection=refit_testhost refit_testhost_pid=$(leader_pid "$name") testbed_port_base=$port refit_port_base=$((port + 200))"
             port=$((port + 100))
         done
         echo
@@ -368,6 +369,15 @@ main() {
     publish)
         [ $# -ge 2 ] || die "usage: $0 publish REPO:TAG VERSION [MODE] [SCHEMA]"
         build_image "$2" "${3:-serve}" "${4:-1}" "$1"
+        ;;
+    archive)
+        [ $# -ge 2 ] || die "usage: $0 archive OUT REF..."
+        out=$1
+        shift
+        for r in "$@"; do host_podman pull -q --tls-verify=false "$r" > /dev/null; done
+        rm -f "$out"
+        # -m: without it, several images land in one archive as one image with many tags.
+        host_podman save -q -m -o "$out" "$@"
         ;;
     registry)
         case ${1:-} in

@@ -18,6 +18,8 @@ pub struct Report {
     pub revision: RevisionPair,
     pub image: ImageReport,
     pub restart_needed: bool,
+    /// A service is not running, and `started` would start it.
+    pub start_needed: bool,
     pub restarted: bool,
     pub rolled_back: bool,
     pub reasons: Vec<Reason>,
@@ -121,6 +123,7 @@ impl Report {
                 pulled: fetched.pulled,
             },
             restart_needed: plan.restart_needed,
+            start_needed: plan.start_needed,
             reasons: plan.reasons.clone(),
             changed: !actions.is_empty(),
             summary: summary(t, plan, &actions),
@@ -200,6 +203,7 @@ struct BatchData<'a> {
     units: &'a [Report],
     restarted_services: Vec<String>,
     restart_needed: bool,
+    start_needed: bool,
     rolled_back: bool,
     duration_ms: BTreeMap<&'static str, u64>,
 }
@@ -241,6 +245,7 @@ pub fn outcome(
             units: &reports,
             restarted_services,
             restart_needed: reports.iter().any(|r| r.restart_needed),
+            start_needed: reports.iter().any(|r| r.start_needed),
             rolled_back: reports.iter().any(|r| r.rolled_back),
             duration_ms: BTreeMap::from([("total", total_ms)]),
         };

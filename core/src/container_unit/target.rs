@@ -78,6 +78,7 @@ pub struct TargetPlan {
     pub held: Vec<String>,
     pub reasons: Vec<Reason>,
     pub restart_needed: bool,
+    pub start_needed: bool,
 }
 
 impl TargetPlan {
@@ -248,6 +249,7 @@ pub fn plan_target(t: &Target, obs: &Observation) -> TargetPlan {
         }
         out.reasons.extend(p.reasons);
         out.restart_needed |= p.restart_needed;
+        out.start_needed |= p.start_needed;
     }
     // The file is removed after its services stop, and reloaded last.
     out.file.sort_by_key(|a| match a {

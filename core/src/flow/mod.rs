@@ -83,6 +83,14 @@ pub enum FlowError {
         "preflight: this is the first run here, so there is no stream to upgrade from; deploy stream {0} first"
     )]
     NothingToUpgrade(String),
+    #[error(
+        "preflight: this host runs stream {recorded}, and a{flow} stays on its stream; to move to {stream}, run an upgrade"
+    )]
+    StreamChange {
+        flow: String,
+        recorded: String,
+        stream: String,
+    },
     #[error(transparent)]
     State(#[from] StateError),
 }
@@ -138,6 +146,14 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowErro
         ),
         Action::Abandon => match lease {
             None => (false, "no lease is held".to_string()),
+            // With a run_id, only that run's own lease is released, never another run's.
+            Some(l) if p.run_id.as_ref().is_some_and(|id| *id != l.run_id) => (
+                false,
+                format!(
+                    "the lease belongs to run {}, not this one; left as it is",
+                    l.run_id
+                ),
+            ),
             Some(l) => {
                 if !inv.check_mode {
                     remove_file(&lease_path)?;
@@ -164,6 +180,20 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowErro
                         path: lease_path,
                     });
                 }
+            }
+            if flow != "upgrade"
+                && let Some(r) = &recorded
+                && *r != stream
+            {
+                return Err(FlowError::StreamChange {
+                    flow: if flow == "update" {
+                        "n update".into()
+                    } else {
+                        " deploy".into()
+                    },
+                    recorded: r.clone(),
+                    stream: stream.clone(),
+                });
             }
             if flow == "upgrade" {
                 let from = lease
