@@ -38,15 +38,16 @@ pub fn fetch(
     let Some(d) = &t.desired else {
         return Ok(Fetched::default());
     };
-    if t.wanted == Wanted::RolledBack {
-        obs.image_id = match &obs.rollback_image_id {
-            Some(id) => host.podman.image_id(id)?,
-            None => host.podman.image_id(d.image.as_str())?,
-        };
-        if obs.image_id.is_none() {
-            let id = obs.rollback_image_id.as_deref().unwrap_or("?");
+    if let Some(id) = obs.rollback_image_id.clone() {
+        // Going back: the reference must name the image the old revision ran again, before
+        // anything restarts on it.
+        if host.podman.image_id(&id)?.is_none() {
             return Err(UnitError::ImageMissing(format!("{} (ID {id})", d.image)));
         }
+        if obs.image_id.as_deref() != Some(id.as_str()) && !check {
+            host.podman.tag(&id, d.image.as_str())?;
+        }
+        obs.image_id = Some(id);
         return Ok(Fetched::default());
     }
     let local = obs.image_id.clone();

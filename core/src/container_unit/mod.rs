@@ -6,6 +6,7 @@
 //! instances.
 
 mod apply;
+mod checkpoint;
 mod observe;
 mod report;
 pub mod spec;
@@ -61,6 +62,7 @@ pub struct Params {
     pub timeout: u64,
     pub min_healthy_time: u64,
     pub max_parallel: u64,
+    pub checkpoint: Option<String>,
     pub quadlet_dir: PathBuf,
     pub state_dir: PathBuf,
     pub podman_socket: String,
@@ -88,6 +90,10 @@ pub enum UnitError {
     MixedUnits(&'static str),
     #[error("max_parallel must be at least 1")]
     MaxParallel,
+    #[error("checkpoint name {0:?} must be a plain name: letters, digits, - and _")]
+    BadCheckpoint(String),
+    #[error("{0} is not in the checkpoint, so there is nothing recorded to roll it back to")]
+    NotInCheckpoint(String),
     #[error(
         "image {0} is not present locally and pull is `never`; load it first (podman load -i ARCHIVE), or allow pulls"
     )]
@@ -142,11 +148,20 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     };
 
     // Everything is observed, and every image fetched, before anything is changed.
+    let restore_from = match (&p.checkpoint, p.state) {
+        (Some(name), Wanted::RolledBack) => Some(checkpoint::load(&state, name)?),
+        _ => None,
+    };
+    let mut before = Vec::new();
     let mut work = Vec::with_capacity(targets.len());
     for mut t in targets {
         let lap = Instant::now();
         let mut obs = observe::observe(host, &state, &t)?;
-        target::resolve_rollback(&mut t, &mut obs)?;
+        before.push((t.name.file_name(), checkpoint::Entry::of(&obs)));
+        match &restore_from {
+            Some(cp) => target::resolve_checkpoint(&mut t, &mut obs, cp)?,
+            None => target::resolve_rollback(&mut t, &mut obs)?,
+        }
         let observed_ms = lap.elapsed().as_millis() as u64;
         let lap = Instant::now();
         let fetched = apply::fetch(host, &t, &mut obs, p.pull, inv.check_mode)?;
@@ -158,10 +173,21 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
             .insert("fetch", lap.elapsed().as_millis() as u64);
         work.push((t, obs, plan, report));
     }
+    if let Some(name) = &p.checkpoint
+        && !inv.check_mode
+        && restore_from.is_none()
+    {
+        checkpoint::merge(&state, name, before)?;
+    }
 
     let mut failure = None;
     if !inv.check_mode {
         failure = apply::apply_all(host, &state, &mut work, &settings);
+        if failure.is_none()
+            && let (Some(name), Some(_)) = (&p.checkpoint, &restore_from)
+        {
+            checkpoint::remove(&state, name)?;
+        }
     }
     let reports: Vec<Report> = work.into_iter().map(|(_, _, _, r)| r).collect();
     let total = started.elapsed().as_millis() as u64;

@@ -16,7 +16,7 @@ const STATES: &[&str] = &[
 ];
 
 const UNIT_COUNT: usize = 20;
-const RUN_COUNT: usize = 10;
+const RUN_COUNT: usize = 11;
 
 /// What describes one unit.
 pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
@@ -102,6 +102,11 @@ const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
     )
     .default(Default::Int(1000)),
     OptionSpec::new("max_parallel", Kind::Int, "Template instances replaced at once.").default(Default::Int(1)),
+    OptionSpec::new(
+        "checkpoint",
+        Kind::Str,
+        "Before changing anything, record every unit as it is under this name (once: a resumed run keeps the first). With `state: rolled_back`, put back exactly what it recorded.",
+    ),
     OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live.").default(Default::Str("/etc/containers/systemd")),
     OptionSpec::new("state_dir", Kind::Path, "refit's state dir: revisions and the lock.").default(Default::Str("/var/lib/refit")),
     OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str("/run/podman/podman.sock")),

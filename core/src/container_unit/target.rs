@@ -222,6 +222,34 @@ pub fn resolve_rollback(t: &mut Target, obs: &mut Observation) -> Result<(), Uni
     Ok(())
 }
 
+/// For `rolled_back` to a checkpoint: the unit as it was before the flow. A unit that did not
+/// exist goes away; one whose services did not run gets its text and image back, and no start.
+pub fn resolve_checkpoint(
+    t: &mut Target,
+    obs: &mut Observation,
+    cp: &super::checkpoint::Checkpoint,
+) -> Result<(), UnitError> {
+    let Some(entry) = cp.units.get(&t.name.file_name()) else {
+        return Err(UnitError::NotInCheckpoint(t.name.file_name()));
+    };
+    let Some(text) = &entry.text else {
+        t.wanted = Wanted::Absent;
+        return Ok(());
+    };
+    let unit = UnitFile::parse(text).map_err(RenderError::from)?;
+    let image = unit
+        .value("Container", "Image")
+        .unwrap_or_default()
+        .to_string();
+    let image = ImageRef::parse(&image).map_err(RenderError::from)?;
+    t.desired = Some(Desired::from_unit(unit, image));
+    obs.rollback_image_id = entry.image_id.clone();
+    if !entry.active {
+        t.wanted = Wanted::Present;
+    }
+    Ok(())
+}
+
 /// The plan of each service, merged: file actions once, jobs per service.
 pub fn plan_target(t: &Target, obs: &Observation) -> TargetPlan {
     let rev = t.desired.as_ref().map_or("", |d| d.revision.as_str());

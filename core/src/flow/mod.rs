@@ -244,6 +244,8 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowErro
             if !inv.check_mode {
                 state.ensure("")?;
                 atomic_write(&stream_path, format!("{stream}\n").as_bytes(), 0o644)?;
+                // The run is done; the checkpoint of how things were before it is no longer needed.
+                remove_file(&state.path(&format!("checkpoints/{flow}.json")))?;
                 remove_file(&lease_path)?;
             }
             (false, format!("{flow} finished on stream {stream}"))
