@@ -89,10 +89,18 @@ pub struct FakePodman {
     pub calls: Mutex<Vec<String>>,
     /// The exit code every one-off container returns.
     pub oneoff_rc: i64,
+    /// The API does not answer.
+    pub unreachable: bool,
 }
 
 impl Podman for FakePodman {
     fn ping(&self) -> Result<(), PodmanError> {
+        if self.unreachable {
+            return Err(PodmanError::Unreachable {
+                socket: "/fake/podman.sock".into(),
+                detail: "connection refused".into(),
+            });
+        }
         Ok(())
     }
     fn image_id(&self, image: &str) -> Result<Option<String>, PodmanError> {

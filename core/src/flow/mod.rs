@@ -259,3 +259,6 @@ pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, FlowError> {
     let podman = crate::podman::PodmanApi::connect(&p.podman_socket)?;
     run(p, inv, &Host::real(&podman))
 }
+
+#[cfg(test)]
+mod tests;
