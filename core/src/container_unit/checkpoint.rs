@@ -6,7 +6,7 @@
 
 use super::UnitError;
 use super::observe::Observation;
-use crate::state::{StateDir, StateError, atomic_write, read_optional, remove_file};
+use crate::state::{StateDir, is_plain_name, read_json, remove_file, write_json};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -36,27 +36,14 @@ impl Entry {
 }
 
 pub fn path(state: &StateDir, name: &str) -> Result<PathBuf, UnitError> {
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
+    if !is_plain_name(name) {
         return Err(UnitError::BadCheckpoint(name.to_string()));
     }
     Ok(state.path(&format!("checkpoints/{name}.json")))
 }
 
 pub fn load(state: &StateDir, name: &str) -> Result<Checkpoint, UnitError> {
-    let p = path(state, name)?;
-    match read_optional(&p)? {
-        None => Ok(Checkpoint::default()),
-        Some(t) => serde_json::from_str(&t).map_err(|e| {
-            UnitError::State(StateError::Corrupt {
-                path: p,
-                detail: e.to_string(),
-            })
-        }),
-    }
+    Ok(read_json(&path(state, name)?)?.unwrap_or_default())
 }
 
 /// Adds the units it does not hold yet; entries already there (an earlier, interrupted run's)
@@ -69,8 +56,7 @@ pub fn merge(state: &StateDir, name: &str, entries: Vec<(String, Entry)>) -> Res
     }
     if cp.units.len() != before {
         state.ensure("checkpoints")?;
-        let json = serde_json::to_vec_pretty(&cp).unwrap_or_default();
-        atomic_write(&path(state, name)?, &json, 0o600)?;
+        write_json(&path(state, name)?, &cp, 0o600)?;
     }
     Ok(())
 }

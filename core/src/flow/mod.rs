@@ -12,7 +12,9 @@ mod stream;
 
 use crate::ansible::{Invocation, Outcome};
 use crate::host::Host;
-use crate::state::{StateDir, StateError, atomic_write, read_optional, remove_file};
+use crate::state::{
+    StateDir, StateError, atomic_write, read_json, read_optional, remove_file, write_json,
+};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -123,13 +125,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowErro
     let recorded = read_optional(&stream_path)?
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty());
-    let lease: Option<Lease> = match read_optional(&lease_path)? {
-        None => None,
-        Some(t) => Some(serde_json::from_str(&t).map_err(|e| StateError::Corrupt {
-            path: lease_path.clone(),
-            detail: e.to_string(),
-        })?),
-    };
+    let lease: Option<Lease> = read_json(&lease_path)?;
     let mut report = Report {
         recorded_stream: recorded.clone(),
         stream: p.stream.clone(),
@@ -225,11 +221,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowErro
                     started_at: crate::time::now_rfc3339(),
                 };
                 state.ensure("")?;
-                atomic_write(
-                    &lease_path,
-                    &serde_json::to_vec_pretty(&l).unwrap_or_default(),
-                    0o600,
-                )?;
+                write_json(&lease_path, &l, 0o600)?;
             }
             let how = if report.resumed {
                 "resuming an interrupted run"

@@ -10,7 +10,7 @@ pub mod spec;
 use crate::ansible::{Invocation, Outcome};
 use crate::host::Host;
 use crate::podman::{Finished, OneOff, PodmanError};
-use crate::state::{StateDir, StateError, atomic_write, read_optional};
+use crate::state::{StateDir, StateError, read_json, write_json};
 use crate::unit::name::NameError;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -338,24 +338,12 @@ fn stamp_key(source: &str, command: &[String]) -> String {
 }
 
 fn load_stamp(path: &std::path::Path) -> Result<Option<Stamp>, StateError> {
-    match read_optional(path)? {
-        None => Ok(None),
-        Some(t) => serde_json::from_str(&t)
-            .map(Some)
-            .map_err(|e| StateError::Corrupt {
-                path: path.to_path_buf(),
-                detail: e.to_string(),
-            }),
-    }
+    read_json(path)
 }
 
 fn save_stamp(state: &StateDir, path: &std::path::Path, stamp: &Stamp) -> Result<(), StateError> {
     state.ensure("migrations")?;
-    atomic_write(
-        path,
-        &serde_json::to_vec_pretty(stamp).unwrap_or_default(),
-        0o600,
-    )
+    write_json(path, stamp, 0o600)
 }
 
 fn tail(output: &str) -> String {

@@ -61,6 +61,38 @@ pub fn read_optional(path: &Path) -> Result<Option<String>, StateError> {
     }
 }
 
+/// Reads a JSON state file that may not exist yet; a file that does not parse is `Corrupt`.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, StateError> {
+    match read_optional(path)? {
+        None => Ok(None),
+        Some(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| StateError::Corrupt {
+                path: path.to_path_buf(),
+                detail: e.to_string(),
+            }),
+    }
+}
+
+/// Writes a JSON state file atomically.
+pub fn write_json<T: serde::Serialize>(
+    path: &Path,
+    value: &T,
+    mode: u32,
+) -> Result<(), StateError> {
+    let json = serde_json::to_vec_pretty(value)
+        .map_err(|e| io_err("encode", path)(std::io::Error::other(e)))?;
+    atomic_write(path, &json, mode)
+}
+
+/// A name that can be a file name under the state dir: letters, digits, `-` and `_`.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@ mod atomic;
 mod lock;
 mod revisions;
 
-pub use atomic::{atomic_write, read_optional, remove_file};
+pub use atomic::{atomic_write, is_plain_name, read_json, read_optional, remove_file, write_json};
 pub use lock::{Lock, LockError};
 pub use revisions::{RevisionRecord, UnitHistory};
 

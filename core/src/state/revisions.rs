@@ -1,7 +1,7 @@
 //! The recent revisions of one unit: enough to roll back to the previous one, and the texts of
 //! hand edits that refit replaced.
 
-use super::{StateError, atomic_write, io_err, read_optional};
+use super::{StateError, read_json, write_json};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -29,19 +29,11 @@ pub struct UnitHistory {
 
 impl UnitHistory {
     pub fn load(path: &Path) -> Result<Self, StateError> {
-        match read_optional(path)? {
-            None => Ok(Self::default()),
-            Some(text) => serde_json::from_str(&text).map_err(|e| StateError::Corrupt {
-                path: path.to_path_buf(),
-                detail: e.to_string(),
-            }),
-        }
+        Ok(read_json(path)?.unwrap_or_default())
     }
 
     pub fn save(&self, path: &Path) -> Result<(), StateError> {
-        let json = serde_json::to_vec_pretty(self)
-            .map_err(|e| io_err("encode", path)(std::io::Error::other(e)))?;
-        atomic_write(path, &json, 0o600)
+        write_json(path, self, 0o600)
     }
 
     pub fn current(&self) -> Option<&RevisionRecord> {

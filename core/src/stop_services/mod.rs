@@ -9,7 +9,7 @@ pub mod spec;
 
 use crate::ansible::{Invocation, Outcome};
 use crate::converge::Clock;
-use crate::state::{StateDir, StateError, atomic_write, read_optional, remove_file};
+use crate::state::{StateDir, StateError, is_plain_name, read_json, remove_file, write_json};
 use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
 use crate::unit::name::{NameError, validate_systemd_unit};
 use serde::{Deserialize, Serialize};
@@ -219,11 +219,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, StopErro
 
 /// The path of the stop record `name`, which must be a plain name.
 pub fn record_path(state: &StateDir, name: &str) -> Result<std::path::PathBuf, StopError> {
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
+    if !is_plain_name(name) {
         return Err(StopError::BadRecord(name.to_string()));
     }
     Ok(state.path(&format!("stops/{name}.json")))
@@ -413,20 +409,11 @@ fn wait_all(
 }
 
 fn load_record(path: &std::path::Path) -> Result<Option<StopRecord>, StateError> {
-    match read_optional(path)? {
-        None => Ok(None),
-        Some(text) => serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| StateError::Corrupt {
-                path: path.to_path_buf(),
-                detail: e.to_string(),
-            }),
-    }
+    read_json(path)
 }
 
 fn save_record(path: &std::path::Path, rec: &StopRecord) -> Result<(), StateError> {
-    let json = serde_json::to_vec_pretty(rec).unwrap_or_default();
-    atomic_write(path, &json, 0o600)
+    write_json(path, rec, 0o600)
 }
 
 /// Runs the module against this host.

@@ -31,15 +31,7 @@ pub struct UnitName {
 
 impl UnitName {
     pub fn parse(raw: &str) -> Result<Self, NameError> {
-        if raw.is_empty() {
-            return Err(NameError::Empty);
-        }
-        if let Some(bad) = bad_char(raw) {
-            return Err(NameError::BadChar(raw.to_string(), bad));
-        }
-        if raw.len() > 255 {
-            return Err(NameError::TooLong(raw.to_string()));
-        }
+        validate_systemd_unit(raw)?;
         let stem = raw.strip_suffix(".container").unwrap_or(raw);
         if stem.is_empty() {
             return Err(NameError::Empty);
