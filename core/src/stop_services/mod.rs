@@ -185,18 +185,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, StopErro
                 .cloned()
                 .collect();
             if !inv.check_mode {
-                for unit in &to_start {
-                    host.systemd.reset_failed(std::slice::from_ref(unit))?;
-                    host.systemd
-                        .enqueue(Job::Start, std::slice::from_ref(unit))?;
-                    wait_all(
-                        host,
-                        std::slice::from_ref(unit),
-                        Goal::Active,
-                        start,
-                        deadline,
-                    )?;
-                }
+                one_by_one(host, &to_start, Job::Start, start, deadline)?;
                 if p.state == Wanted::Restored {
                     remove_file(&record_path)?;
                 }
@@ -270,17 +259,7 @@ pub fn stop_set(
         rec.recorded_at = crate::time::now_rfc3339();
         state.ensure("stops")?;
         save_record(record_path, &rec)?;
-        for unit in &active {
-            host.systemd
-                .enqueue(Job::Stop, std::slice::from_ref(unit))?;
-            wait_all(
-                host,
-                std::slice::from_ref(unit),
-                Goal::Inactive,
-                start,
-                deadline,
-            )?;
-        }
+        one_by_one(host, &active, Job::Stop, start, deadline)?;
     }
     Ok(Stopped {
         order,
@@ -362,6 +341,30 @@ fn expand(
 enum Goal {
     Active,
     Inactive,
+}
+
+/// Runs `job` on each unit in turn, each waited for, within the run's deadline, before the next.
+fn one_by_one(
+    host: &Host,
+    units: &[String],
+    job: Job,
+    start: Instant,
+    deadline: Duration,
+) -> Result<(), StopError> {
+    let goal = if job == Job::Stop {
+        Goal::Inactive
+    } else {
+        Goal::Active
+    };
+    for unit in units {
+        let one = std::slice::from_ref(unit);
+        if goal == Goal::Active {
+            host.systemd.reset_failed(one)?;
+        }
+        host.systemd.enqueue(job, one)?;
+        wait_all(host, one, goal, start, deadline)?;
+    }
+    Ok(())
 }
 
 /// Polls until every unit reaches the goal, bounded by the run's deadline.
