@@ -223,9 +223,27 @@ fn apply_file(
             Action::RemoveUnit => {
                 remove_file(&t.path)?;
             }
-            Action::DaemonReload => host.systemd.daemon_reload()?,
+            Action::DaemonReload => {
+                link_instances(t, plan)?;
+                host.systemd.daemon_reload()?;
+            }
             Action::Stop | Action::Start | Action::Restart => {}
         }
+    }
+    Ok(())
+}
+
+/// Creates and removes the boot links of template instances, before the reload that reads them.
+fn link_instances(t: &Target, plan: &TargetPlan) -> Result<(), UnitError> {
+    for l in &plan.unlink {
+        remove_file(l)?;
+    }
+    for l in &plan.link {
+        if let Some(dir) = l.parent() {
+            std::fs::create_dir_all(dir).map_err(crate::state::io_err("create", dir))?;
+        }
+        std::os::unix::fs::symlink(super::links::link_target(t), l)
+            .map_err(crate::state::io_err("link", l))?;
     }
     Ok(())
 }

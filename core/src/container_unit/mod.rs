@@ -7,6 +7,7 @@
 
 mod apply;
 mod checkpoint;
+mod links;
 mod observe;
 mod report;
 pub mod spec;
@@ -64,6 +65,7 @@ pub struct Params {
     pub max_parallel: u64,
     pub checkpoint: Option<String>,
     pub quadlet_dir: PathBuf,
+    pub systemd_dir: PathBuf,
     pub state_dir: PathBuf,
     pub podman_socket: String,
 }

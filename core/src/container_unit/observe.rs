@@ -30,6 +30,8 @@ pub struct Observation {
     pub image_id: Option<String>,
     /// For `rolled_back`: the image ID the previous revision ran.
     pub rollback_image_id: Option<String>,
+    /// A template's instance boot links that exist now.
+    pub links: Vec<std::path::PathBuf>,
 }
 
 impl Observation {
@@ -141,5 +143,6 @@ pub fn observe(host: &Host, state: &StateDir, t: &Target) -> Result<Observation,
         extras,
         image_id,
         rollback_image_id: None,
+        links: super::links::existing(t, &t.systemd_dir),
     })
 }

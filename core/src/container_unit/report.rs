@@ -72,7 +72,26 @@ impl Report {
         let pull = fetched.pulled || fetched.pull_due;
         // A pull, done or (in check mode) due, comes before everything else.
         let mut actions: Vec<String> = pull.then(|| "pull".to_string()).into_iter().collect();
-        let file = |a: &Action| action_name(*a);
+        // Boot links are made just before the reload that reads them.
+        let links = plan
+            .link
+            .iter()
+            .map(|l| format!("link {}", l.display()))
+            .chain(
+                plan.unlink
+                    .iter()
+                    .map(|l| format!("unlink {}", l.display())),
+            );
+        let mut file: Vec<String> = Vec::new();
+        let mut links = Some(links);
+        for a in &plan.file {
+            if *a == Action::DaemonReload
+                && let Some(l) = links.take()
+            {
+                file.extend(l);
+            }
+            file.push(action_name(*a));
+        }
         let job = |verb: &str, svc: &str| {
             if template {
                 format!("{verb} {svc}")
@@ -82,9 +101,9 @@ impl Report {
         };
         if t.wanted == Wanted::Absent {
             actions.extend(plan.stops.iter().map(|s| job("stop", s)));
-            actions.extend(plan.file.iter().map(file));
+            actions.extend(file);
         } else {
-            actions.extend(plan.file.iter().map(file));
+            actions.extend(file);
             actions.extend(plan.stops.iter().map(|s| job("stop", s)));
         }
         actions.extend(plan.starts.iter().map(|(s, j)| job(j.verb(), s)));

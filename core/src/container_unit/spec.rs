@@ -16,7 +16,7 @@ const STATES: &[&str] = &[
 ];
 
 const UNIT_COUNT: usize = 20;
-const RUN_COUNT: usize = 11;
+const RUN_COUNT: usize = 12;
 
 /// What describes one unit.
 pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
@@ -110,6 +110,12 @@ const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
     OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live.").default(Default::Str("/etc/containers/systemd")),
     OptionSpec::new("state_dir", Kind::Path, "refit's state dir: revisions and the lock.").default(Default::Str("/var/lib/refit")),
     OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str("/run/podman/podman.sock")),
+    OptionSpec::new(
+        "systemd_dir",
+        Kind::Path,
+        "Where the boot links of template instances go: `TARGET.wants/NAME@I.service` for each `WantedBy=` of the template.",
+    )
+    .default(Default::Str("/etc/systemd/system")),
 ];
 
 /// Every option: the unit's and the run's.

@@ -24,6 +24,8 @@ pub struct Target {
     pub canary: Option<usize>,
     /// The services this unit orders after, from `depends_on` and its [Unit] section.
     pub after: Vec<String>,
+    /// Where template instances' boot links go.
+    pub systemd_dir: PathBuf,
 }
 
 impl Target {
@@ -76,6 +78,9 @@ pub struct TargetPlan {
     pub starts: Vec<(String, Job)>,
     /// Instances a `canary` run leaves on their revision.
     pub held: Vec<String>,
+    /// Boot links of template instances to create and to remove.
+    pub link: Vec<PathBuf>,
+    pub unlink: Vec<PathBuf>,
     pub reasons: Vec<Reason>,
     pub restart_needed: bool,
     pub start_needed: bool,
@@ -83,7 +88,11 @@ pub struct TargetPlan {
 
 impl TargetPlan {
     pub fn changes(&self) -> bool {
-        !(self.file.is_empty() && self.stops.is_empty() && self.starts.is_empty())
+        !(self.file.is_empty()
+            && self.stops.is_empty()
+            && self.starts.is_empty()
+            && self.link.is_empty()
+            && self.unlink.is_empty())
     }
 }
 
@@ -100,7 +109,8 @@ pub fn targets(p: &Params) -> Result<Vec<Target>, UnitError> {
     let mut out: Vec<Target> = Vec::with_capacity(entries.len());
     let mut seen = BTreeSet::new();
     for (i, u) in entries.iter().enumerate() {
-        let t = target(u, u.state.unwrap_or(p.state), &p.quadlet_dir, i)?;
+        let mut t = target(u, u.state.unwrap_or(p.state), &p.quadlet_dir, i)?;
+        t.systemd_dir = p.systemd_dir.clone();
         if !seen.insert(t.name.file_name()) {
             return Err(UnitError::Duplicate(t.name.file_name()));
         }
@@ -185,6 +195,7 @@ fn target(
         instances: u.instances.clone(),
         canary: u.canary.map(|c| c as usize),
         after,
+        systemd_dir: PathBuf::new(),
     })
 }
 
@@ -291,6 +302,22 @@ pub fn plan_target(t: &Target, obs: &Observation) -> TargetPlan {
                 out.reasons.push(Reason::Running);
             }
         }
+    }
+    let wanted_links = super::links::wanted(t, &t.systemd_dir);
+    out.link = wanted_links
+        .iter()
+        .filter(|l| !obs.links.contains(l))
+        .cloned()
+        .collect();
+    out.unlink = obs
+        .links
+        .iter()
+        .filter(|l| !wanted_links.contains(l))
+        .cloned()
+        .collect();
+    let links_change = !(out.link.is_empty() && out.unlink.is_empty());
+    if links_change && !out.file.contains(&Action::DaemonReload) {
+        out.file.push(Action::DaemonReload);
     }
     if let Some(n) = t.canary {
         let keep = out.starts.split_off(n.min(out.starts.len()));

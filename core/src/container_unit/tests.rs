@@ -147,3 +147,41 @@ fn a_converged_unit_is_left_alone() {
         bed.systemd.calls
     );
 }
+
+#[test]
+fn template_instances_get_boot_links_and_dropped_ones_lose_them() {
+    let bed = Bed::running_old();
+    let wants = bed.dir.path().join("systemd/multi-user.target.wants");
+    std::fs::create_dir_all(&wants).expect("mkdir");
+    std::os::unix::fs::symlink(
+        "/run/systemd/generator/w@.service",
+        wants.join("w@3.service"),
+    )
+    .expect("link");
+    let out = bed.respond(json!({
+        "name": "w@", "image": "svc:1", "instances": [1, 2], "install": ["WantedBy=multi-user.target"],
+        "systemd_dir": bed.dir.path().join("systemd"), "_ansible_check_mode": true,
+    }));
+    let actions: Vec<String> = serde_json::from_value(out["actions"].clone()).expect("actions");
+    let w = wants.display();
+    assert!(
+        actions.contains(&format!("link {w}/w@1.service")),
+        "{actions:?}"
+    );
+    assert!(
+        actions.contains(&format!("link {w}/w@2.service")),
+        "{actions:?}"
+    );
+    assert!(
+        actions.contains(&format!("unlink {w}/w@3.service")),
+        "{actions:?}"
+    );
+    assert!(
+        wants.join("w@3.service").symlink_metadata().is_ok(),
+        "check mode removed a link"
+    );
+    assert!(
+        wants.join("w@1.service").symlink_metadata().is_err(),
+        "check mode made a link"
+    );
+}
