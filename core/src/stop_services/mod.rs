@@ -172,18 +172,8 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, StopErro
             }
             let set: Vec<UnitStatus> = set.into_iter().filter(UnitStatus::exists).collect();
             report.order = start_order(&set);
-            let to_start: Vec<String> = report
-                .order
-                .iter()
-                .filter(|n| set.iter().any(|s| &s.name == *n && !s.is_active()))
-                .cloned()
-                .collect();
-            report.already_active = report
-                .order
-                .iter()
-                .filter(|n| !to_start.contains(n))
-                .cloned()
-                .collect();
+            let (already_active, to_start) = split_by_activity(&report.order, &set);
+            report.already_active = already_active;
             if !inv.check_mode {
                 one_by_one(host, &to_start, Job::Start, start, deadline)?;
                 if p.state == Wanted::Restored {
@@ -239,16 +229,7 @@ pub fn stop_set(
 ) -> Result<Stopped, StopError> {
     let set = expand(host.systemd, names, dependents, missing_ok)?;
     let order = stop_order(&set);
-    let active: Vec<String> = order
-        .iter()
-        .filter(|n| set.iter().any(|s| &s.name == *n && s.is_active()))
-        .cloned()
-        .collect();
-    let already_inactive = order
-        .iter()
-        .filter(|n| !active.contains(n))
-        .cloned()
-        .collect();
+    let (active, already_inactive) = split_by_activity(&order, &set);
     if !check && !active.is_empty() {
         let mut rec = load_record(record_path)?.unwrap_or_default();
         for a in &active {
@@ -341,6 +322,14 @@ fn expand(
 enum Goal {
     Active,
     Inactive,
+}
+
+/// Splits `order` into the units `set` reports active and the rest, keeping the order.
+fn split_by_activity(order: &[String], set: &[UnitStatus]) -> (Vec<String>, Vec<String>) {
+    order
+        .iter()
+        .cloned()
+        .partition(|n| set.iter().any(|s| &s.name == n && s.is_active()))
 }
 
 /// Runs `job` on each unit in turn, each waited for, within the run's deadline, before the next.
