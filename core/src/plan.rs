@@ -67,6 +67,8 @@ pub struct Observed {
     pub container: Option<RunningContainer>,
     /// The local image ID of the desired reference, after any pull.
     pub image_id: Option<String>,
+    /// Check mode: the registry holds a newer image under the reference than the local one.
+    pub newer_image: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -142,7 +144,7 @@ pub fn plan(wanted: Wanted, desired: &str, obs: &Observed) -> Plan {
                 reasons.push(Reason::UnitChanged);
             }
         }
-        if obs.image_id.as_deref().is_some_and(|id| id != c.image_id) {
+        if obs.newer_image || obs.image_id.as_deref().is_some_and(|id| id != c.image_id) {
             restart_needed = true;
             reasons.push(Reason::ImageChanged);
         }
@@ -208,6 +210,7 @@ mod tests {
                 health: Some("healthy".into()),
             }),
             image_id: Some("img2".into()),
+            newer_image: false,
         }
     }
 

@@ -3,6 +3,7 @@
 
 use crate::converge::Clock;
 use crate::podman::{ContainerInfo, Finished, OneOff, OneOffResult, Podman, PodmanError};
+use crate::registry::{Location, Registry, RegistryError};
 use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -85,6 +86,8 @@ impl Systemd for FakeSystemd {
 #[derive(Default)]
 pub struct FakePodman {
     pub images: HashMap<String, String>,
+    /// RepoDigests by reference.
+    pub digests: HashMap<String, Vec<String>>,
     pub containers: Vec<ContainerInfo>,
     pub calls: Mutex<Vec<String>>,
     /// The exit code every one-off container returns.
@@ -105,6 +108,9 @@ impl Podman for FakePodman {
     }
     fn image_id(&self, image: &str) -> Result<Option<String>, PodmanError> {
         Ok(self.images.get(image).cloned())
+    }
+    fn repo_digests(&self, image: &str) -> Result<Vec<String>, PodmanError> {
+        Ok(self.digests.get(image).cloned().unwrap_or_default())
     }
     fn pull(&self, image: &str) -> Result<String, PodmanError> {
         self.calls
@@ -153,6 +159,26 @@ impl Podman for FakePodman {
             .filter(|c| units.contains(&c.unit))
             .cloned()
             .collect())
+    }
+}
+
+/// A registry that holds the digests it is given, by `REGISTRY/REPOSITORY:TAG`.
+#[derive(Default)]
+pub struct FakeRegistry {
+    pub digests: HashMap<String, String>,
+}
+
+impl Registry for FakeRegistry {
+    fn digest(&self, loc: &Location) -> Result<String, RegistryError> {
+        let image = format!("{}:{}", loc.name(), loc.tag);
+        self.digests
+            .get(&image)
+            .cloned()
+            .ok_or(RegistryError::Refused {
+                registry: loc.registry.clone(),
+                image,
+                status: 404,
+            })
     }
 }
 

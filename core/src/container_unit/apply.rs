@@ -8,6 +8,7 @@ use super::{Host, PullPolicy, Settings, UnitError};
 use crate::converge::{Converged, Expectation, short, wait_converged};
 use crate::plan::{Action, Reason, Wanted};
 use crate::podman::ImageRef;
+use crate::registry::Location;
 use crate::state::{RevisionRecord, StateDir, UnitHistory, atomic_write, remove_file};
 use crate::systemd::Job;
 use crate::time::now_rfc3339;
@@ -18,12 +19,14 @@ use std::time::Instant;
 const JOURNAL_LINES: usize = 25;
 
 /// What the fetch did, or in check mode would do.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Fetched {
     /// A pull brought an image ID that was not local before.
     pub pulled: bool,
     /// Check mode: the policy calls for a pull that was not done.
     pub pull_due: bool,
+    /// Check mode, `pull: always`: why the registry could not be asked.
+    pub registry_error: Option<String>,
 }
 
 /// Makes the desired image local, per the pull policy, before anything is stopped. In check
@@ -57,11 +60,21 @@ pub fn fetch(
         (PullPolicy::Missing, None) | (PullPolicy::Always, _) => t.wanted != Wanted::Stopped,
     };
     if !pull || check {
-        // Check mode cannot know what a registry holds; only a missing image is sure to come.
-        return Ok(Fetched {
-            pulled: false,
+        let mut out = Fetched {
             pull_due: pull && check && local.is_none(),
-        });
+            ..Fetched::default()
+        };
+        // Check mode asks the registry, without pulling, whether the tag has moved on.
+        if pull && check && local.is_some() {
+            match newer_in_registry(host, &d.image) {
+                Ok(newer) => {
+                    obs.newer_image = newer;
+                    out.pull_due = newer == Some(true);
+                }
+                Err(e) => out.registry_error = Some(e.to_string()),
+            }
+        }
+        return Ok(out);
     }
     // After a pull the old image loses every tag; a refit-owned tag keeps it findable for a
     // rollback and safe from `podman image prune`.
@@ -74,8 +87,20 @@ pub fn fetch(
     obs.image_id = Some(id);
     Ok(Fetched {
         pulled,
-        pull_due: false,
+        ..Fetched::default()
     })
+}
+
+/// Whether the registry's digest for the reference is one the local image was not pulled as;
+/// None for an image podman recorded no digest of (loaded from an archive, or built here).
+fn newer_in_registry(host: &Host, image: &ImageRef) -> Result<Option<bool>, UnitError> {
+    let known = host.podman.repo_digests(image.as_str())?;
+    if known.is_empty() {
+        return Ok(None);
+    }
+    let loc = Location::of(image);
+    let remote = format!("{}@{}", loc.name(), host.registry.digest(&loc)?);
+    Ok(Some(!known.contains(&remote)))
 }
 
 /// `localhost/refit-keep/NAME:previous`, with NAME reduced to what a repository allows.
@@ -437,10 +462,12 @@ impl Report {
         if self.instances.is_empty() && self.service == service {
             self.container_id = Some(c.container_id.clone());
             self.invocation_id = Some(c.invocation_id.clone());
+            self.active = true;
             return;
         }
         let entry = InstanceReport {
             service: service.to_string(),
+            active: true,
             container_id: Some(c.container_id.clone()),
             invocation_id: Some(c.invocation_id.clone()),
             revision: Some(revision.to_string()),

@@ -117,6 +117,8 @@ pub enum UnitError {
     #[error(transparent)]
     Podman(#[from] PodmanError),
     #[error(transparent)]
+    Registry(#[from] crate::registry::RegistryError),
+    #[error(transparent)]
     Wait(#[from] WaitError),
 }
 
@@ -213,7 +215,8 @@ fn names(targets: &[Target]) -> String {
 /// Runs the module against this host: systemctl, the podman socket and the system clock.
 pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, UnitError> {
     let podman = crate::podman::PodmanApi::connect(&p.podman_socket)?;
-    run(p, inv, &Host::real(&podman))
+    let registry = crate::registry::HttpRegistry::from_host();
+    run(p, inv, &Host::real(&podman, &registry))
 }
 
 #[cfg(test)]

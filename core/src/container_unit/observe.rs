@@ -28,6 +28,9 @@ pub struct Observation {
     pub extras: Vec<String>,
     /// The local image ID of the desired reference: as observed, then as fetched.
     pub image_id: Option<String>,
+    /// Check mode: the registry holds a newer image than `image_id`; None when not asked or
+    /// it could not tell.
+    pub newer_image: Option<bool>,
     /// For `rolled_back`: the image ID the previous revision ran.
     pub rollback_image_id: Option<String>,
     /// A template's instance boot links that exist now.
@@ -56,6 +59,7 @@ impl Observation {
             file_revision: self.file_revision.clone(),
             recorded_revision: self.history.current().map(|r| r.revision.clone()),
             image_id: self.image_id.clone(),
+            newer_image: self.newer_image == Some(true),
             ..Observed::default()
         }
     }
@@ -142,6 +146,7 @@ pub fn observe(host: &Host, state: &StateDir, t: &Target) -> Result<Observation,
         services: observed,
         extras,
         image_id,
+        newer_image: None,
         rollback_image_id: None,
         links: super::links::existing(t, &t.systemd_dir),
     })

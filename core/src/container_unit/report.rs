@@ -15,6 +15,8 @@ pub struct Report {
     pub service: String,
     pub path: String,
     pub state: String,
+    /// systemd reports the service active or activating (for a template: any instance).
+    pub active: bool,
     pub revision: RevisionPair,
     pub image: ImageReport,
     pub restart_needed: bool,
@@ -54,11 +56,17 @@ pub struct ImageReport {
     pub previous_id: Option<String>,
     pub id: Option<String>,
     pub pulled: bool,
+    /// Check mode, `pull: always`: the registry holds a newer image under the reference. None
+    /// when it was not asked, or could not tell (`registry_error` says why).
+    pub newer_available: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry_error: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct InstanceReport {
     pub service: String,
+    pub active: bool,
     pub container_id: Option<String>,
     pub invocation_id: Option<String>,
     /// The revision its container runs.
@@ -70,6 +78,7 @@ impl Report {
     pub fn new(t: &Target, obs: &Observation, plan: &TargetPlan, fetched: Fetched) -> Self {
         let template = t.name.is_template();
         let pull = fetched.pulled || fetched.pull_due;
+        let registry_error = fetched.registry_error.clone();
         // A pull, done or (in check mode) due, comes before everything else.
         let mut actions: Vec<String> = pull.then(|| "pull".to_string()).into_iter().collect();
         // Boot links are made just before the reload that reads them.
@@ -113,6 +122,7 @@ impl Report {
                 .iter()
                 .map(|s| InstanceReport {
                     service: s.service.clone(),
+                    active: s.active,
                     container_id: s.container.as_ref().map(|c| c.id.clone()),
                     invocation_id: Some(s.invocation_id.clone()).filter(|i| !i.is_empty()),
                     revision: s.container.as_ref().and_then(|c| c.revision.clone()),
@@ -127,6 +137,7 @@ impl Report {
             service: t.name.service(),
             path: t.path.display().to_string(),
             state: format!("{:?}", t.wanted).to_lowercase(),
+            active: obs.services.iter().any(|s| s.active),
             revision: RevisionPair {
                 before: obs.file_revision.clone(),
                 after: t
@@ -140,6 +151,8 @@ impl Report {
                 previous_id: obs.running_image_id(),
                 id: obs.image_id.clone(),
                 pulled: fetched.pulled,
+                newer_available: obs.newer_image,
+                registry_error,
             },
             restart_needed: plan.restart_needed,
             start_needed: plan.start_needed,
@@ -244,6 +257,10 @@ pub fn outcome(
         .collect::<Vec<_>>()
         .join("; ");
     let diffs: Vec<Diff> = reports.iter().filter_map(|r| r.diff.clone()).collect();
+    let warnings: Vec<String> = reports
+        .iter()
+        .filter_map(|r| r.image.registry_error.clone())
+        .collect();
     let mut out = if batch {
         let restarted_services = reports
             .iter()
@@ -280,6 +297,7 @@ pub fn outcome(
         Outcome::new(changed, msg).with_data(&r)
     };
     out.diff = diffs;
+    out.warnings = warnings;
     match failure {
         Some(f) => out.failed(f),
         None => out,

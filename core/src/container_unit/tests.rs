@@ -4,7 +4,7 @@ use super::spec::SPEC;
 use super::{Host, run};
 use crate::ansible::driver::respond;
 use crate::podman::ContainerInfo;
-use crate::testing::{FakeClock, FakePodman, FakeSystemd};
+use crate::testing::{FakeClock, FakePodman, FakeRegistry, FakeSystemd};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -12,6 +12,7 @@ struct Bed {
     dir: tempfile::TempDir,
     systemd: FakeSystemd,
     podman: FakePodman,
+    registry: FakeRegistry,
     clock: FakeClock,
 }
 
@@ -40,8 +41,30 @@ impl Bed {
             dir,
             systemd: FakeSystemd::with_active("hello.service", "inv-1"),
             podman,
+            registry: FakeRegistry::default(),
             clock: FakeClock::default(),
         }
+    }
+
+    /// A host where `hello` runs `svc:1` (`new-id`) on the desired revision.
+    fn converged() -> Bed {
+        let mut bed = Bed::running_old();
+        let first =
+            bed.respond(json!({"name": "hello", "image": "svc:1", "_ansible_check_mode": true}));
+        let rev = first["revision"]["after"]
+            .as_str()
+            .expect("revision")
+            .to_string();
+        bed.podman.containers[0].revision = Some(rev.clone());
+        bed.podman.containers[0].image_id = "new-id".into();
+        let unit = crate::unit::UnitFile::parse("[Container]\nImage=svc:1\n").expect("parse");
+        let written = crate::unit::revision::with_revision_label(&unit, &rev);
+        std::fs::write(
+            bed.dir.path().join("quadlet/hello.container"),
+            written.render(),
+        )
+        .expect("write");
+        bed
     }
 
     fn respond(&self, args: Value) -> Value {
@@ -54,6 +77,7 @@ impl Bed {
         let host = Host {
             systemd: &self.systemd,
             podman: &self.podman,
+            registry: &self.registry,
             clock: &self.clock,
         };
         respond(&SPEC, &path, |p, inv| run(p, inv, &host))
@@ -121,23 +145,7 @@ fn secrets_are_masked_in_the_result_and_the_diff() {
 
 #[test]
 fn a_converged_unit_is_left_alone() {
-    let bed = Bed::running_old();
-    let first =
-        bed.respond(json!({"name": "hello", "image": "svc:1", "_ansible_check_mode": true}));
-    let rev = first["revision"]["after"]
-        .as_str()
-        .expect("revision")
-        .to_string();
-    let mut bed = bed;
-    bed.podman.containers[0].revision = Some(rev.clone());
-    bed.podman.containers[0].image_id = "new-id".into();
-    let unit = crate::unit::UnitFile::parse("[Container]\nImage=svc:1\n").expect("parse");
-    let written = crate::unit::revision::with_revision_label(&unit, &rev);
-    std::fs::write(
-        bed.dir.path().join("quadlet/hello.container"),
-        written.render(),
-    )
-    .expect("write");
+    let bed = Bed::converged();
     let out = bed.respond(json!({"name": "hello", "image": "svc:1"}));
     assert_eq!(out["changed"], json!(false), "{out}");
     assert_eq!(out["actions"], json!([]));
@@ -146,6 +154,56 @@ fn a_converged_unit_is_left_alone() {
         "{:?}",
         bed.systemd.calls
     );
+}
+
+#[test]
+fn check_mode_asks_the_registry_whether_the_tag_moved() {
+    let mut bed = Bed::converged();
+    let check =
+        json!({"name": "hello", "image": "svc:1", "pull": "always", "_ansible_check_mode": true});
+    let pulled_as = format!("sha256:{}", "1".repeat(64));
+    bed.podman.digests.insert(
+        "svc:1".into(),
+        vec![format!("docker.io/library/svc@{pulled_as}")],
+    );
+    bed.registry
+        .digests
+        .insert("docker.io/library/svc:1".into(), pulled_as);
+    let same = bed.respond(check.clone());
+    assert_eq!(
+        (
+            &same["changed"],
+            &same["image"]["newer_available"],
+            &same["restart_needed"]
+        ),
+        (&json!(false), &json!(false), &json!(false)),
+        "{same}"
+    );
+
+    bed.registry.digests.insert(
+        "docker.io/library/svc:1".into(),
+        format!("sha256:{}", "2".repeat(64)),
+    );
+    let moved = bed.respond(check.clone());
+    assert_eq!(moved["image"]["newer_available"], json!(true), "{moved}");
+    assert_eq!(moved["actions"], json!(["pull", "restart"]));
+    assert_eq!(moved["reasons"], json!(["image_changed"]));
+
+    bed.registry.digests.clear();
+    let unknown = bed.respond(check);
+    assert_eq!(
+        unknown["image"]["newer_available"],
+        json!(null),
+        "{unknown}"
+    );
+    assert!(
+        unknown["warnings"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("answered 404")),
+        "{unknown}"
+    );
+    assert!(bed.podman.calls.lock().expect("calls").is_empty());
+    assert!(bed.systemd.calls.lock().expect("calls").is_empty());
 }
 
 #[test]

@@ -249,7 +249,8 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowErro
 /// Runs the module against this host.
 pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, FlowError> {
     let podman = crate::podman::PodmanApi::connect(&p.podman_socket)?;
-    run(p, inv, &Host::real(&podman))
+    let registry = crate::registry::HttpRegistry::from_host();
+    run(p, inv, &Host::real(&podman, &registry))
 }
 
 #[cfg(test)]

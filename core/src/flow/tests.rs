@@ -4,7 +4,7 @@ use super::run;
 use super::spec::SPEC;
 use crate::ansible::driver::respond;
 use crate::host::Host;
-use crate::testing::{FakeClock, FakePodman, FakeSystemd};
+use crate::testing::{FakeClock, FakePodman, FakeRegistry, FakeSystemd};
 use serde_json::{Value, json};
 
 fn begin(dir: &std::path::Path, systemd: &FakeSystemd, podman: &FakePodman, extra: Value) -> Value {
@@ -22,6 +22,7 @@ fn begin(dir: &std::path::Path, systemd: &FakeSystemd, podman: &FakePodman, extr
     let host = Host {
         systemd,
         podman,
+        registry: &FakeRegistry::default(),
         clock: &clock,
     };
     respond(&SPEC, &path, |p, inv| run(p, inv, &host))

@@ -358,5 +358,6 @@ fn short(id: &str) -> &str {
 /// Runs the module against this host.
 pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, MigrateError> {
     let podman = crate::podman::PodmanApi::connect(&p.podman_socket)?;
-    run(p, inv, &Host::real(&podman))
+    let registry = crate::registry::HttpRegistry::from_host();
+    run(p, inv, &Host::real(&podman, &registry))
 }

@@ -77,6 +77,14 @@ impl Podman for PodmanApi {
         }
     }
 
+    fn repo_digests(&self, image: &str) -> Result<Vec<String>, PodmanError> {
+        match self.rt.block_on(self.docker.inspect_image(image)) {
+            Ok(i) => Ok(i.repo_digests.unwrap_or_default()),
+            Err(e) if is_not_found(&e) => Ok(Vec::new()),
+            Err(e) => Err(Self::api_err("image inspect")(e)),
+        }
+    }
+
     fn pull(&self, image: &str) -> Result<String, PodmanError> {
         let opts = CreateImageOptionsBuilder::new().from_image(image).build();
         let pull_err = |detail: String| PodmanError::Pull {

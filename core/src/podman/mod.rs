@@ -48,6 +48,8 @@ pub trait Podman: Sync {
     fn ping(&self) -> Result<(), PodmanError>;
     /// The local image ID a reference resolves to now, or None when it is not local.
     fn image_id(&self, image: &str) -> Result<Option<String>, PodmanError>;
+    /// The `REPO@sha256:…` digests podman recorded for the local image of a reference.
+    fn repo_digests(&self, image: &str) -> Result<Vec<String>, PodmanError>;
     /// Pulls a reference, draining the progress stream, and returns its new local ID.
     fn pull(&self, image: &str) -> Result<String, PodmanError>;
     /// Loads a `podman save` archive (docker-archive, `-m` for several images) from a file on

@@ -1,0 +1,34 @@
+//! What a registry holds now: the manifest digest a tag points at, asked without pulling. Check
+//! mode and `status` use it to tell whether a newer image waits under a tag, which a local look
+//! cannot know. One trait, so plans can be tested without a registry.
+
+mod http;
+mod location;
+
+pub use http::HttpRegistry;
+pub use location::Location;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error(
+        "could not ask {registry} for {image}: {detail}; check the registry is reachable from this host, or run offline"
+    )]
+    Unreachable {
+        registry: String,
+        image: String,
+        detail: String,
+    },
+    #[error(
+        "{registry} answered {status} for {image}; check the reference, and the credentials in auth.json if the registry needs them"
+    )]
+    Refused {
+        registry: String,
+        image: String,
+        status: u16,
+    },
+}
+
+pub trait Registry: Sync {
+    /// The digest (`sha256:…`) the reference's tag points at in its registry now.
+    fn digest(&self, image: &Location) -> Result<String, RegistryError>;
+}
