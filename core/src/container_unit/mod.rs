@@ -158,13 +158,24 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     };
     let mut before = Vec::new();
     let mut work = Vec::with_capacity(targets.len());
+    let mut unchanged_by_rollback = Vec::new();
     for mut t in targets {
         let lap = Instant::now();
         let mut obs = observe::observe(host, &state, &t)?;
         before.push((t.name.file_name(), checkpoint::Entry::of(&obs)));
-        match &restore_from {
-            Some(cp) => target::resolve_checkpoint(&mut t, &mut obs, cp)?,
-            None => target::resolve_rollback(&mut t, &mut obs)?,
+        let resolved = match &restore_from {
+            Some(cp) => target::resolve_checkpoint(&mut t, &mut obs, cp),
+            None => target::resolve_rollback(&mut t, &mut obs),
+        };
+        match resolved {
+            Ok(()) => {}
+            // Rolling a whole deployment back leaves the units it never changed as they are;
+            // a unit named on its own must have something to go back to.
+            Err(UnitError::NoPrevious(unit)) if batch => {
+                unchanged_by_rollback.push(unit);
+                continue;
+            }
+            Err(e) => return Err(e),
         }
         let observed_ms = lap.elapsed().as_millis() as u64;
         let lap = Instant::now();
@@ -195,13 +206,14 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     }
     let reports: Vec<Report> = work.into_iter().map(|(_, _, _, r)| r).collect();
     let total = started.elapsed().as_millis() as u64;
-    Ok(report::outcome(
-        reports,
-        batch,
-        inv.check_mode,
-        failure,
-        total,
-    ))
+    let mut out = report::outcome(reports, batch, inv.check_mode, failure, total);
+    if !unchanged_by_rollback.is_empty() {
+        out.warnings.push(format!(
+            "{} had no earlier revision recorded, and were left as they are",
+            unchanged_by_rollback.join(", ")
+        ));
+    }
+    Ok(out)
 }
 
 fn names(targets: &[Target]) -> String {

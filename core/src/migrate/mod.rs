@@ -39,6 +39,8 @@ pub struct Params {
     pub one: Migration,
     #[serde(default)]
     pub migrations: Vec<Migration>,
+    #[serde(default)]
+    pub images: std::collections::HashMap<String, String>,
     pub stop_first: bool,
     pub stop_record: String,
     pub timeout: u64,
@@ -179,7 +181,11 @@ fn run_one(
     if p.stop_first && m.unit.is_none() {
         return Err(MigrateError::StopNeedsUnit);
     }
-    let mut oneoff = source::oneoff(m, &p.quadlet_dir)?;
+    let coming = m
+        .unit
+        .as_deref()
+        .and_then(|u| p.images.get(u.trim_end_matches(".container")));
+    let mut oneoff = source::oneoff(m, &p.quadlet_dir, coming.map(String::as_str))?;
     let key = stamp_key(&oneoff.source, &m.command);
     let stamp_path = state.path(&format!("migrations/{key}.json"));
     let mut report = Report {
@@ -187,13 +193,6 @@ fn run_one(
         stamp: stamp_path.display().to_string(),
         ..Report::default()
     };
-    let image_id = host
-        .podman
-        .image_id(&oneoff.spec.image)?
-        .ok_or_else(|| MigrateError::ImageMissing(oneoff.spec.image.clone()))?;
-    // Run by ID: a tag that moves during the run cannot change what is migrated.
-    oneoff.spec.image = image_id.clone();
-    report.image_id = Some(image_id.clone());
     let finish = |mut report: Report, changed: bool, msg: String, failed: bool| {
         report.duration_ms = t0.elapsed().as_millis() as u64;
         Ok(Done {
@@ -203,6 +202,21 @@ fn run_one(
             failed,
         })
     };
+    let image_id = match host.podman.image_id(&oneoff.spec.image)? {
+        Some(id) => id,
+        // In check mode the fetch pulled nothing; an image still to come has no stamp yet.
+        None if inv.check_mode => {
+            let msg = format!(
+                "{}: would run the migration, with {} once pulled",
+                oneoff.source, oneoff.spec.image
+            );
+            return finish(report, true, msg, false);
+        }
+        None => return Err(MigrateError::ImageMissing(oneoff.spec.image.clone())),
+    };
+    // Run by ID: a tag that moves during the run cannot change what is migrated.
+    oneoff.spec.image = image_id.clone();
+    report.image_id = Some(image_id.clone());
 
     if let Some(stamp) = load_stamp(&stamp_path)?
         && stamp.image_id == image_id

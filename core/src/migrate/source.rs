@@ -33,7 +33,12 @@ pub struct Source {
     pub spec: OneOff,
 }
 
-pub fn oneoff(p: &Migration, quadlet_dir: &std::path::Path) -> Result<Source, SourceError> {
+/// `image`, when given, replaces the unit's `Image=`: the image the unit is about to run.
+pub fn oneoff(
+    p: &Migration,
+    quadlet_dir: &std::path::Path,
+    image: Option<&str>,
+) -> Result<Source, SourceError> {
     let mut spec = OneOff::default();
     let source = match (&p.unit, &p.image) {
         (Some(unit), _) => {
@@ -62,6 +67,12 @@ pub fn oneoff(p: &Migration, quadlet_dir: &std::path::Path) -> Result<Source, So
                 .value("Container", "Image")
                 .ok_or_else(|| SourceError::NoImage(path.clone()))?
                 .to_string();
+            if let Some(image) = image {
+                spec.image = image.to_string();
+            }
+            if let Some(image) = &p.image {
+                spec.image = image.clone();
+            }
             spec.env = u
                 .values("Container", "Environment")
                 .flat_map(words::split)

@@ -4,7 +4,7 @@ use crate::ansible::spec::join;
 use crate::ansible::{Default, Elem, Kind, ModuleSpec, OptionSpec};
 
 const ONE: usize = 7;
-const RUN: usize = 7;
+const RUN: usize = 8;
 
 /// One migration: at the top level, or an entry of `migrations`.
 pub const MIGRATION_OPTIONS: [OptionSpec; ONE] = [
@@ -58,6 +58,11 @@ const RUN_OPTIONS: [OptionSpec; RUN] = [
         "Before a pending migration of a `unit`, stop that service and what depends on it, recorded in the stop record so `stop_services state=restored` brings them back.",
     )
     .default(Default::Bool(false)),
+    OptionSpec::new(
+        "images",
+        Kind::Dict,
+        "The image each unit is about to run, by unit name: a migration of that unit runs it instead of the `Image=` of the file on disk. The flows pass it, so check mode judges the image an update brings.",
+    ),
     OptionSpec::new("stop_record", Kind::Str, "The stop record `stop_first` writes to.").default(Default::Str("default")),
     OptionSpec::new("timeout", Kind::Int, "Seconds a migration may run before it is killed.").default(Default::Int(600)),
     OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live.").default(Default::Str("/etc/containers/systemd")),

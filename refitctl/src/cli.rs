@@ -1,0 +1,117 @@
+//! The command line: subcommands, the options they share, and an example on every `--help`.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "refitctl",
+    version,
+    about = "Update and upgrade podman quadlet services in place, with refit's Ansible flows",
+    long_about = "refitctl runs the refit.containers playbooks with ansible-playbook, remembers the \
+                  parameters of the last successful run, and exits with a code that says what \
+                  happened.",
+    after_help = EXIT_CODES
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+pub const EXIT_CODES: &str = "\
+Exit codes:
+  0   converged, nothing changed (plan: nothing to do)
+  1   failed: a task failed, a host was unreachable, or refitctl could not run
+  2   converged, and something changed (plan: something would change)
+  4   refused by preflight: nothing was touched
+  64  the command line is wrong";
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Deploy the services of a deployment file, pulling every image first
+    #[command(
+        after_help = "Example:\n  refitctl deploy --deployment examples/foreman-like/deployment.yml -i hosts.ini"
+    )]
+    Deploy(Common),
+    /// Bring every service to the newest image of its stream (3.16.0 to the latest 3.16.z)
+    #[command(
+        after_help = "Example:\n  refitctl update            # with the parameters of the last run\n  refitctl update --check --diff"
+    )]
+    Update(Common),
+    /// Move to another stream (3.15 to 3.16), running pending migrations
+    #[command(after_help = "Example:\n  refitctl upgrade --to 1.1")]
+    Upgrade {
+        /// The stream to upgrade to
+        #[arg(long, value_name = "STREAM")]
+        to: String,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Show what an update (or, with --to, an upgrade) would do, without doing it
+    #[command(after_help = "Example:\n  refitctl plan\n  refitctl plan --to 1.1")]
+    Plan {
+        /// Plan an upgrade to this stream instead of an update
+        #[arg(long, value_name = "STREAM")]
+        to: Option<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// A table per service: unit, state, revision, running image, stream, newer image
+    #[command(after_help = "Example:\n  refitctl status")]
+    Status(Common),
+    /// Put services back on the revision and image they ran before the last change
+    #[command(
+        after_help = "Example:\n  refitctl rollback           # every service that has an earlier revision\n  refitctl rollback content   # one service"
+    )]
+    Rollback {
+        /// One service of the deployment (`content`, `worker@`); all of them when omitted
+        service: Option<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct Common {
+    /// Ansible inventory: a file or a comma list; default this host, local connection
+    #[arg(short, long, value_name = "INVENTORY")]
+    pub inventory: Option<String>,
+    /// The deployment: a vars file with refit_services, refit_migrations and refit_stream
+    #[arg(long, value_name = "FILE")]
+    pub deployment: Option<PathBuf>,
+    /// Report what would change, and change nothing
+    #[arg(long)]
+    pub check: bool,
+    /// Show the unit files' differences
+    #[arg(long)]
+    pub diff: bool,
+    /// More output (repeat for more); passed on to ansible-playbook
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Pull nothing: every image must be local, or in --image-archive
+    #[arg(long)]
+    pub offline: bool,
+    /// Pull from the registries again (undoes a remembered --offline)
+    #[arg(long, conflicts_with = "offline")]
+    pub online: bool,
+    /// A `podman save -m` archive on each host, loaded before anything else
+    #[arg(long, value_name = "PATH", requires = "offline")]
+    pub image_archive: Option<PathBuf>,
+    /// Hosts changed at once: a number or a percentage (Ansible's serial)
+    #[arg(long, value_name = "N")]
+    pub serial: Option<String>,
+    /// Where refitctl remembers its parameters [default: /var/lib/refit/refitctl, or $REFITCTL_STATE_DIR]
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+impl Command {
+    pub fn common(&self) -> &Common {
+        match self {
+            Command::Deploy(c) | Command::Update(c) | Command::Status(c) => c,
+            Command::Upgrade { common, .. }
+            | Command::Plan { common, .. }
+            | Command::Rollback { common, .. } => common,
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! Each subcommand: which playbook it runs, with what, what it prints, and how it ends.
+
+use crate::cli::{Command, Common};
+use crate::error::CtlError;
+use crate::events::{Ending, Run};
+use crate::memory::Parameters;
+use crate::playbook::Invocation;
+use crate::report;
+use refit_core::state::StateDir;
+use serde_json::{Map, Value};
+use std::path::PathBuf;
+
+pub fn run(command: &Command) -> Result<Ending, CtlError> {
+    let common = command.common();
+    let state_dir = state_dir(common);
+    std::fs::create_dir_all(&state_dir).map_err(|e| CtlError::StateDir {
+        path: state_dir.clone(),
+        detail: e.to_string(),
+    })?;
+    let remembered = Parameters::load(&state_dir)?;
+    let mut params = remembered.overlay(common)?;
+    // One refitctl at a time per state dir; the modules lock each host on their own.
+    let _lock = StateDir::new(&state_dir).lock(&format!("refitctl {}", name(command)))?;
+    let mut extra = Map::new();
+    let invocation = |playbook: &str,
+                      params: &Parameters,
+                      extra: Map<String, Value>,
+                      check: bool,
+                      quiet: bool| {
+        Invocation {
+            playbook,
+            params,
+            extra,
+            check: check || common.check,
+            diff: common.diff,
+            verbose: common.verbose,
+            show_progress: !quiet,
+            state_dir: &state_dir,
+        }
+        .run()
+    };
+    let (run, remember) = match command {
+        Command::Deploy(_) => (invocation("deploy", &params, extra, false, false)?, true),
+        Command::Update(_) => (invocation("update", &params, extra, false, false)?, true),
+        Command::Upgrade { to, .. } => {
+            params.stream = Some(to.clone());
+            (invocation("upgrade", &params, extra, false, false)?, true)
+        }
+        Command::Plan { to, .. } => {
+            let playbook = match to {
+                Some(to) => {
+                    params.stream = Some(to.clone());
+                    "upgrade"
+                }
+                None => "update",
+            };
+            let run = invocation(playbook, &params, extra, true, common.verbose == 0)?;
+            return Ok(print_plan(&run));
+        }
+        Command::Status(_) => {
+            let run = invocation("status", &params, extra, true, common.verbose == 0)?;
+            let ending = run.ending();
+            if !matches!(ending, Ending::Failed(_)) {
+                stdout(&report::status_table(&report::status_rows(&run)));
+            }
+            // Reading changes nothing, whatever the modules' check mode reported.
+            return Ok(match ending {
+                Ending::Changed => Ending::Unchanged,
+                e => e,
+            });
+        }
+        Command::Rollback { service, .. } => {
+            if let Some(s) = service {
+                extra.insert(
+                    "refit_rollback_services".into(),
+                    Value::from(vec![service_name(s)?]),
+                );
+            }
+            (invocation("rollback", &params, extra, false, false)?, false)
+        }
+    };
+    let ending = run.ending();
+    if matches!(ending, Ending::Unchanged | Ending::Changed) {
+        // A check run changed nothing; what it would change is its plan.
+        if common.check {
+            eprint!("{}", report::plan_text(&report::plan(&run)));
+        } else {
+            eprint!("{}", report::changes_text(&report::changes(&run)));
+        }
+        if remember && !common.check {
+            params.save(&state_dir)?;
+        }
+    }
+    Ok(ending)
+}
+
+fn print_plan(run: &Run) -> Ending {
+    let ending = run.ending();
+    if matches!(ending, Ending::Failed(_) | Ending::Refused(_)) {
+        return ending;
+    }
+    let plans = report::plan(run);
+    stdout(&report::plan_text(&plans));
+    if plans.iter().any(report::HostPlan::changes) {
+        Ending::Changed
+    } else {
+        eprintln!("refitctl: nothing to do");
+        Ending::Unchanged
+    }
+}
+
+fn state_dir(common: &Common) -> PathBuf {
+    common
+        .state_dir
+        .clone()
+        .or_else(|| std::env::var_os("REFITCTL_STATE_DIR").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("/var/lib/refit/refitctl"))
+}
+
+fn name(command: &Command) -> &'static str {
+    match command {
+        Command::Deploy(_) => "deploy",
+        Command::Update(_) => "update",
+        Command::Upgrade { .. } => "upgrade",
+        Command::Plan { .. } => "plan",
+        Command::Status(_) => "status",
+        Command::Rollback { .. } => "rollback",
+    }
+}
+
+/// A service as the deployment names it: `content`, or a template `worker@`.
+fn service_name(raw: &str) -> Result<String, CtlError> {
+    let name = raw
+        .trim_end_matches(".service")
+        .trim_end_matches(".container");
+    let ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.@:".contains(c))
+        && !name.contains("..");
+    if ok {
+        Ok(name.to_string())
+    } else {
+        Err(CtlError::BadService(raw.to_string()))
+    }
+}
+
+/// Tables and plans go to stdout, for pipes; a closed pipe is not worth failing over.
+fn stdout(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}

@@ -1,0 +1,32 @@
+//! What can stop refitctl before or around an ansible-playbook run. Each message is one line
+//! that says what to do.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CtlError {
+    #[error(
+        "no deployment given: pass --deployment FILE (refitctl remembers it after a successful run)"
+    )]
+    NoDeploymentGiven,
+    #[error("the deployment file {0} does not exist; check the path given to --deployment")]
+    NoDeployment(PathBuf),
+    #[error("the inventory {0} does not exist; pass -i with a file, or a comma list of hosts")]
+    NoInventory(String),
+    #[error("ansible-playbook could not be started ({0}); install ansible-core, or put it on PATH")]
+    NoAnsible(String),
+    #[error(
+        "the refit.containers collection is not installed; install it with ansible-galaxy, or run refitctl from a checkout after `make modules`"
+    )]
+    NoCollection,
+    #[error("refitctl's state dir {path} cannot be used ({detail}); pass --state-dir")]
+    StateDir { path: PathBuf, detail: String },
+    #[error(
+        "the service name {0:?} is not a unit name; give one as the deployment names it, like `content` or `worker@`"
+    )]
+    BadService(String),
+    #[error("ansible-playbook failed before running anything: {0}")]
+    Ansible(String),
+    #[error(transparent)]
+    State(#[from] refit_core::state::StateError),
+}

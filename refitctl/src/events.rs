@@ -1,0 +1,224 @@
+//! What an ansible-playbook run reported: the JSON lines the `refit.containers.progress`
+//! callback wrote, one per refit task result, and the closing stats.
+
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Event {
+    pub host: String,
+    pub phase: String,
+    pub action: String,
+    pub status: String,
+    #[serde(default)]
+    pub ignored: bool,
+    pub result: Value,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq)]
+pub struct Stats {
+    pub ok: u64,
+    pub changed: u64,
+    pub failures: u64,
+    pub unreachable: u64,
+    #[serde(default)]
+    pub rescued: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct Run {
+    pub events: Vec<Event>,
+    /// None when the run ended before its play finished (a syntax error, say).
+    pub stats: Option<BTreeMap<String, Stats>>,
+}
+
+/// How a run ended, and the exit code that says so.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ending {
+    Unchanged,
+    Changed,
+    /// Preflight refused, before anything was touched.
+    Refused(String),
+    Failed(String),
+}
+
+impl Ending {
+    pub fn code(&self) -> u8 {
+        match self {
+            Ending::Unchanged => 0,
+            Ending::Failed(_) => 1,
+            Ending::Changed => 2,
+            Ending::Refused(_) => 4,
+        }
+    }
+}
+
+impl Run {
+    pub fn parse(text: &str) -> Self {
+        let mut run = Run::default();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let Ok(v) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if let Some(stats) = v.get("stats") {
+                run.stats = serde_json::from_value(stats.clone()).ok();
+            } else if let Ok(e) = serde_json::from_value(v) {
+                run.events.push(e);
+            }
+        }
+        run
+    }
+
+    /// The results of one module on one host, in order.
+    pub fn results<'a>(
+        &'a self,
+        host: &'a str,
+        module: &'a str,
+    ) -> impl Iterator<Item = &'a Event> {
+        self.events
+            .iter()
+            .filter(move |e| e.host == host && e.action.ends_with(module) && e.status != "skipped")
+    }
+
+    pub fn hosts(&self) -> Vec<String> {
+        let mut hosts: Vec<String> = match &self.stats {
+            Some(s) => s.keys().cloned().collect(),
+            None => self.events.iter().map(|e| e.host.clone()).collect(),
+        };
+        hosts.dedup();
+        hosts
+    }
+
+    pub fn ending(&self) -> Ending {
+        let failed: Vec<&Event> = self
+            .events
+            .iter()
+            .filter(|e| matches!(e.status.as_str(), "failed" | "unreachable") && !e.ignored)
+            .collect();
+        if let Some(e) = failed.iter().find(|e| e.status == "unreachable") {
+            return Ending::Failed(format!("{} is unreachable: {}", e.host, msg(e)));
+        }
+        if let Some(first) = failed.first() {
+            if first.phase == "preflight" && first.action.ends_with("flow_state") {
+                return Ending::Refused(format!("{}: {}", first.host, msg(first)));
+            }
+            // The flow's last word on a host sums up what failed, after its recovery.
+            let last = failed
+                .iter()
+                .rev()
+                .find(|e| e.host == first.host)
+                .unwrap_or(first);
+            return Ending::Failed(format!("{}: {}", last.host, msg(last)));
+        }
+        match &self.stats {
+            None => Ending::Failed("the play did not finish; see the output above".into()),
+            Some(s) if s.values().any(|h| h.failures > 0 || h.unreachable > 0) => {
+                Ending::Failed("a task failed; see the output above".into())
+            }
+            Some(s) if s.values().any(|h| h.changed > 0) => Ending::Changed,
+            Some(_) => Ending::Unchanged,
+        }
+    }
+}
+
+fn msg(e: &Event) -> String {
+    e.result
+        .get("msg")
+        .and_then(Value::as_str)
+        .unwrap_or("see the output above")
+        .trim()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(host: &str, phase: &str, action: &str, status: &str, msg: &str) -> String {
+        serde_json::json!({"host": host, "task": "t", "phase": phase, "action": action,
+            "status": status, "result": {"msg": msg}})
+        .to_string()
+    }
+
+    fn stats(changed: u64, failures: u64) -> String {
+        serde_json::json!({"stats": {"th1": {"ok": 3, "changed": changed, "failures": failures,
+            "unreachable": 0, "rescued": 0}}})
+        .to_string()
+    }
+
+    #[test]
+    fn endings_map_to_the_documented_exit_codes() {
+        let ok = Run::parse(
+            &[
+                line("th1", "fetch", "refit.containers.container_unit", "ok", ""),
+                stats(0, 0),
+            ]
+            .join("\n"),
+        );
+        assert_eq!(ok.ending().code(), 0);
+        let changed = Run::parse(&stats(2, 0));
+        assert_eq!(changed.ending().code(), 2);
+        let refused = Run::parse(
+            &[
+                line(
+                    "th1",
+                    "preflight",
+                    "refit.containers.flow_state",
+                    "failed",
+                    "no path from 1.0 to 1.3",
+                ),
+                line(
+                    "th1",
+                    "recover",
+                    "ansible.builtin.fail",
+                    "failed",
+                    "refit upgrade failed",
+                ),
+                stats(0, 1),
+            ]
+            .join("\n"),
+        );
+        assert_eq!(
+            refused.ending(),
+            Ending::Refused("th1: no path from 1.0 to 1.3".into())
+        );
+        let failed = Run::parse(
+            &[
+                line(
+                    "th1",
+                    "start",
+                    "refit.containers.container_unit",
+                    "failed",
+                    "did not converge",
+                ),
+                line(
+                    "th1",
+                    "recover",
+                    "ansible.builtin.fail",
+                    "failed",
+                    "refit update failed in task 'start'",
+                ),
+                stats(1, 1),
+            ]
+            .join("\n"),
+        );
+        assert_eq!(
+            failed.ending(),
+            Ending::Failed("th1: refit update failed in task 'start'".into())
+        );
+        let gone = Run::parse(&line(
+            "th2",
+            "task",
+            "refit.containers.flow_state",
+            "unreachable",
+            "no such container",
+        ));
+        assert_eq!(gone.ending().code(), 1);
+        assert_eq!(
+            Run::parse("").ending().code(),
+            1,
+            "a run that never finished is a failure"
+        );
+    }
+}
