@@ -6,7 +6,7 @@ VENV ?= $(CACHE)/venv
 MODULES := container_unit stop_services run_migrations flow_state
 GALAXY := $(if $(wildcard $(VENV)/bin/ansible-galaxy),$(VENV)/bin/ansible-galaxy,ansible-galaxy)
 
-.PHONY: test collection modules testbed-up testbed-down integration
+.PHONY: test collection modules refitctl testbed-up testbed-down integration
 
 ## test: format, lint, unit tests, then the integration suite on a fresh testbed
 test:
@@ -16,6 +16,10 @@ test:
 modules:
 	cargo build --release --locked -p refit-modules
 	for m in $(MODULES); do install -m 0755 target/release/$$m plugins/modules/$$m; done
+
+## refitctl: the release binary, target/release/refitctl
+refitctl:
+	cargo build --release --locked -p refitctl
 
 ## collection: the modules, then `ansible-galaxy collection build` and install into the testbed
 collection: modules
@@ -30,5 +34,5 @@ testbed-down:
 	tests/testbed/testbed.sh down
 
 ## integration: the scenario playbooks against a testbed that is already up
-integration: collection
+integration: collection refitctl
 	tests/integration/run.sh

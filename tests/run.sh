@@ -23,8 +23,8 @@ timed cargo-test cargo test --workspace --locked
 step "testbed up"
 trap 'step "testbed down"; tests/testbed/testbed.sh down' EXIT
 timed testbed tests/testbed/testbed.sh up th1 th2
-step "collection"
-timed collection make --no-print-directory collection
+step "collection and refitctl"
+timed collection make --no-print-directory collection refitctl
 step "ansible-lint (production profile)"
 eval "$(tests/testbed/testbed.sh env)"
 timed ansible-lint env ANSIBLE_COLLECTIONS_PATH="$REFIT_TESTBED_RUN/collections" ansible-lint --nocolor roles playbooks tests/integration examples
