@@ -6,7 +6,11 @@ VENV ?= $(CACHE)/venv
 MODULES := container_unit stop_services run_migrations flow_state
 GALAXY := $(if $(wildcard $(VENV)/bin/ansible-galaxy),$(VENV)/bin/ansible-galaxy,ansible-galaxy)
 
-.PHONY: test collection modules refitctl testbed-up testbed-down integration
+.PHONY: demo test collection modules refitctl testbed-up testbed-down integration
+
+## demo: the README's first command: a test host, deploy, z-stream update, upgrade, status, teardown
+demo:
+	examples/demo/run.sh
 
 ## test: format, lint, unit tests, then the integration suite on a fresh testbed
 test:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The one test command (README, "Testing"): static checks, unit tests, then the integration
-# suite on a testbed it brings up and always tears down, also when a test fails.
+# The one test command (README, "Testing"): static checks, unit tests, ansible-test sanity, the
+# integration suite on a testbed it brings up and always tears down (also when a test fails),
+# then the molecule scenarios, each on a testbed of its own.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO"
@@ -27,6 +28,13 @@ step "collection and refitctl"
 timed collection make --no-print-directory collection refitctl
 step "ansible-lint (production profile)"
 eval "$(tests/testbed/testbed.sh env)"
-timed ansible-lint env ANSIBLE_COLLECTIONS_PATH="$REFIT_TESTBED_RUN/collections" ansible-lint --nocolor roles playbooks tests/integration examples
+timed ansible-lint env ANSIBLE_COLLECTIONS_PATH="$REFIT_TESTBED_RUN/collections" ansible-lint --nocolor roles playbooks tests/integration examples extensions
+step "ansible-test sanity"
+timed sanity tests/sanity/run.sh
 step "integration"
 timed integration tests/integration/run.sh
+# Molecule's create and destroy bring up and tear down a testbed of their own.
+step "testbed down, for molecule"
+timed testbed-down tests/testbed/testbed.sh down
+step "molecule test, every scenario"
+timed molecule molecule test --all

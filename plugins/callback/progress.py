@@ -14,7 +14,7 @@ description:
     starts, so a long pull or health wait shows.
   - Tasks that are not refit modules print only when they fail, or at C(-v).
   - It can also write every refit module result as JSON lines, for C(refitctl).
-author: refit contributors
+author: refit developers (@refit)
 version_added: "0.1.0"
 options:
   events_file:

@@ -26,7 +26,7 @@ VENV=$CACHE/venv
 # Bump when the rootfs recipe below changes, so cached rootfs are rebuilt.
 ROOTFS_RECIPE=3
 # ansible-core 2.20+ needs Python 3.12; this machine has 3.11.
-PY_SPECS=('ansible-core>=2.19,<2.20' 'ansible-lint>=25.12,<26')
+PY_SPECS=('ansible-core>=2.19,<2.20' 'ansible-lint>=25.12,<26' 'molecule==26.10.0')
 CGROUP_HIERARCHIES=(/sys/fs/cgroup/unified /sys/fs/cgroup/systemd)
 HOST_CONTAINERS_CONF=$CACHE/host-containers.conf
 
