@@ -186,17 +186,10 @@ pub fn plan_text(plans: &[HostPlan]) -> String {
     let mut out = String::new();
     for p in plans {
         out.push_str(&format!("{}: {}\n", p.host, p.preflight));
-        let list = |v: &[String]| {
-            if v.is_empty() {
-                "none".to_string()
-            } else {
-                v.join(", ")
-            }
-        };
-        out.push_str(&format!("  fetch:     {}\n", list(&p.fetch)));
-        out.push_str(&format!("  restart:   {}\n", list(&p.restart)));
-        out.push_str(&format!("  migrate:   {}\n", list(&p.migrate)));
-        out.push_str(&format!("  unchanged: {}\n", list(&p.unchanged)));
+        out.push_str(&format!("  fetch:     {}\n", listing(&p.fetch)));
+        out.push_str(&format!("  restart:   {}\n", listing(&p.restart)));
+        out.push_str(&format!("  migrate:   {}\n", listing(&p.migrate)));
+        out.push_str(&format!("  unchanged: {}\n", listing(&p.unchanged)));
     }
     out
 }
@@ -256,24 +249,26 @@ pub fn changes(run: &Run) -> Vec<HostChanges> {
 }
 
 pub fn changes_text(changes: &[HostChanges]) -> String {
-    let list = |v: &[String]| {
-        if v.is_empty() {
-            "none".to_string()
-        } else {
-            v.join(", ")
-        }
-    };
     let mut out = String::new();
     for c in changes {
         out.push_str(&format!(
             "{}: restarted {}; migrated {}; untouched {}\n",
             c.host,
-            list(&c.restarted),
-            list(&c.migrated),
-            list(&c.untouched)
+            listing(&c.restarted),
+            listing(&c.migrated),
+            listing(&c.untouched)
         ));
     }
     out
+}
+
+/// A list for a line of text: its items, or `none`.
+fn listing(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".to_string()
+    } else {
+        v.join(", ")
+    }
 }
 
 /// A container_unit result's units: the list of a `units` run, or the result itself.
