@@ -6,11 +6,15 @@ VENV ?= $(CACHE)/venv
 MODULES := container_unit stop_services run_migrations flow_state
 GALAXY := $(if $(wildcard $(VENV)/bin/ansible-galaxy),$(VENV)/bin/ansible-galaxy,ansible-galaxy)
 
-.PHONY: demo test collection modules refitctl testbed-up testbed-down integration
+.PHONY: bench demo test collection modules refitctl testbed-up testbed-down integration
 
 ## demo: the README's first command: a test host, deploy, z-stream update, upgrade, status, teardown
 demo:
 	examples/demo/run.sh
+
+## bench: refit against the foremanctl way, the naive flow and podman auto-update; writes bench/RESULTS.md
+bench:
+	bench/run.sh
 
 ## test: format, lint, unit tests, then the integration suite on a fresh testbed
 test:

@@ -126,7 +126,7 @@ class CallbackModule(CallbackBase):
         start = self._task_started.get(task._uuid, time.monotonic())
         return time.monotonic() - start
 
-    def _report(self, result, status):
+    def _report(self, result, status, ignored=False):
         task = result._task
         host = result._host.get_name()
         phase = phase_of(task)
@@ -140,7 +140,7 @@ class CallbackModule(CallbackBase):
                 phase=phase,
                 action=task.action,
                 status=status,
-                ignored=bool(getattr(result, "_ignore_errors", False) and status == "failed"),
+                ignored=ignored,
                 seconds=round(self._took(task), 3),
                 result=res,
             )
@@ -148,7 +148,7 @@ class CallbackModule(CallbackBase):
             return
         if status in ("failed", "unreachable"):
             msg = res.get("msg") or res.get("stderr") or "failed"
-            color = "yellow" if result._task.ignore_errors else "red"
+            color = "yellow" if ignored else "red"
             self._line(host, phase, "FAILED" if status == "failed" else "UNREACHABLE", "", color)
             for line in str(msg).rstrip().splitlines():
                 self._display.display("           " + line, color=color)
@@ -171,7 +171,7 @@ class CallbackModule(CallbackBase):
         self._report(result, "changed" if result._result.get("changed") else "ok")
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
-        self._report(result, "failed")
+        self._report(result, "failed", ignored=ignore_errors)
 
     def v2_runner_on_skipped(self, result):
         self._report(result, "skipped")

@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""refit against the ways people update today, side by side on one testbed (issue 8).
+
+Run by bench/run.sh, which brings the testbed up and always tears it down. Every figure below
+is computed from what this script recorded: probe logs (bench/probe.py, every 20 ms), systemd
+InvocationIDs before and after, podman events, and wall-clock timestamps. Nothing is typed by
+hand, and every wait is bounded.
+
+usage: bench.py [--quick] OUT.md
+"""
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TB = os.path.join(REPO, "tests/testbed/testbed.sh")
+RUN = os.environ["REFIT_TESTBED_RUN"]
+REGISTRY = "127.0.0.1:5000"
+DEPLOYMENT = os.path.join(REPO, "examples/foreman-like/deployment.yml")
+BASELINES = os.path.join(REPO, "bench/baselines")
+PLAYBOOKS = os.path.join(REPO, "bench/playbooks")
+SERVICES = ["db", "app", "api", "content", "worker@1", "worker@2", "worker@3"]
+sys.path.insert(0, os.path.join(REPO, "bench"))
+from downtime import downtime  # noqa: E402
+
+
+def log(msg):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def sh(args, timeout=600, check=True):
+    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return p
+
+
+def host(cmd, timeout=300):
+    return sh([TB, "exec", "th1", "bash", "-c", cmd], timeout=timeout).stdout
+
+
+def playbook(name, *args, check=True):
+    """Runs a playbook; returns its wall time in seconds."""
+    t0 = time.monotonic()
+    sh(["ansible-playbook", name, "-e", f"@{DEPLOYMENT}", "-e", "refit_hosts=th1", *args], check=check)
+    return time.monotonic() - t0
+
+
+def port_base():
+    with open(os.path.join(RUN, "inventory.ini")) as f:
+        for line in f:
+            if line.startswith("th1 "):
+                return int(line.split("refit_port_base=")[1].split()[0])
+    raise RuntimeError("th1 is not in the testbed inventory")
+
+
+BASE = port_base()
+PORTS = [BASE + 1, BASE + 2, BASE + 3, BASE + 4] + [int(f"{(BASE + 10) // 10}{i}") for i in (1, 2, 3)]
+
+
+def invocations(units):
+    out = host("systemctl show --property=InvocationID --value " + " ".join(f"{u}.service" for u in units))
+    return dict(zip(units, [b.strip() for b in out.strip().split("\n\n")]))
+
+
+def restarted(before, after):
+    return [u for u in before if before[u] != after.get(u)]
+
+
+def migration_containers(since):
+    """Migration containers refit started since a timestamp, from podman events."""
+    out = host(f"podman events --stream=false --since {since} --filter event=create "
+               "--filter label=io.refit.migration=api.service "
+               "--filter label=io.refit.migration=content.service --format '{{.ID}}'")
+    return len([line for line in out.splitlines() if line.strip()])
+
+
+def host_now():
+    return host("date --iso-8601=seconds").strip()
+
+
+class Probe:
+    """bench/probe.py in the background, every 20 ms, at most 600 s."""
+
+    def __init__(self, name, ports=PORTS, names=SERVICES):
+        self.dir = tempfile.mkdtemp(prefix=f"probe-{name}-", dir=RUN)
+        self.log = os.path.join(self.dir, "probe.log")
+        self.stop_file = os.path.join(self.dir, "stop")
+        self.names = names
+        self.proc = subprocess.Popen([os.path.join(REPO, "bench/probe.py"), self.log, self.stop_file,
+                                      "20", "600", *map(str, ports)])
+        time.sleep(0.2)
+
+    def stop(self):
+        open(self.stop_file, "w").close()
+        self.proc.wait(timeout=10)
+        with open(self.log) as f:
+            lines = f.readlines()
+        down = downtime(lines, len(self.names))
+        answering = [int(line.split()[1]) for line in lines if len(line.split()) > 2]
+        return {"down_ms": {n: d for n, (d, _) in zip(self.names, down)},
+                "min_answering": min(answering) if answering else 0, "ticks": len(answering)}
+
+
+def publish_content(version):
+    sh([TB, "publish", f"{REGISTRY}/foreman-content:1.0", version])
+
+
+def prepare(streams="1.0"):
+    sh(["ansible-playbook", os.path.join(PLAYBOOKS, "prepare.yml"), "-e", f"refit_repo={REPO}",
+        "-e", json.dumps({"example_streams": streams.split(",")})])
+
+
+def median(xs):
+    return statistics.median(xs) if xs else 0.0
+
+
+def noop(runs, deploy, label):
+    """Scenario 1: the same deploy or update again and again, with nothing changed."""
+    before = invocations(SERVICES)
+    since = host_now()
+    probe = Probe(f"noop-{label}")
+    walls, restarts = [], []
+    for _ in range(runs):
+        b = invocations(SERVICES)
+        walls.append(deploy())
+        restarts.append(len(restarted(b, invocations(SERVICES))))
+    seen = probe.stop()
+    return {"wall_s": median(walls), "walls": walls, "restarted_per_run": median(restarts),
+            "restarted_total": len(restarted(before, invocations(SERVICES))),
+            "migrations": migration_containers(since), "down_ms_total": sum(seen["down_ms"].values()),
+            "down_ms": seen["down_ms"]}
+
+
+def zstream(label, version, update, publish=True):
+    """Scenario 2: a new image of content under its tag, then one update."""
+    if publish:
+        publish_content(version)
+    before = invocations(SERVICES)
+    probe = Probe(f"z-{label}")
+    wall = update()
+    time.sleep(0.5)
+    seen = probe.stop()
+    after = invocations(SERVICES)
+    answer = host(f"wget -q -O - http://127.0.0.1:{BASE + 4}/version || true").strip()
+    return {"wall_s": wall, "restarted": restarted(before, after), "content_ms": seen["down_ms"]["content"],
+            "others_ms": {n: d for n, d in seen["down_ms"].items() if n != "content"},
+            "content_version": answer, "published": version}
+
+
+def refit_update():
+    return playbook("refit.containers.update")
+
+
+def fm_deploy(*extra):
+    return playbook(os.path.join(BASELINES, "foremanctl/deploy.yml"), *extra)
+
+
+def timed_host(cmd):
+    t0 = time.monotonic()
+    host(cmd)
+    return time.monotonic() - t0
+
+
+def module_cost(n, runs):
+    """Scenario 3: median process time of converged module runs, for n services."""
+    units = [{"name": f"bench-{i}", "image": f"{REGISTRY}/svc:1.0", "network": "host",
+              "env": {"PORT": str(BASE + 100 + i)}} for i in range(n)]
+    migrations = [{"unit": f"bench-{i}", "command": ["/bin/true"]} for i in range(n)]
+    args = {
+        "cu": {"units": units, "min_healthy_time": 100},
+        "ss": {"units": [f"bench-{i}.service" for i in range(n)], "state": "started"},
+        "rm": {"migrations": migrations},
+    }
+    root = f"/proc/{host_pid()}/root"
+    for k, v in args.items():
+        with open(f"{root}/root/bench-{k}.json", "w") as f:
+            json.dump(v, f)
+    binaries = {"cu": "container_unit", "ss": "stop_services", "rm": "run_migrations"}
+    for b in binaries.values():
+        shutil.copy(os.path.join(REPO, "plugins/modules", b), f"{root}/usr/local/bin/{b}")
+    for k, b in binaries.items():
+        out = host(f"{b} /root/bench-{k}.json", timeout=600)
+        if '"failed":true' in out.replace(" ", ""):
+            raise RuntimeError(f"{b} for {n} services failed: {out[:2000]}")
+    result = {}
+    for k, b in binaries.items():
+        out = host(f"{b} /root/bench-{k}.json")
+        if '"changed":false' not in out.replace(" ", ""):
+            raise RuntimeError(f"{b} for {n} services was not converged on its second run: {out[:2000]}")
+        times = host(f"for _ in $(seq {runs}); do t0=$(date +%s%N); {b} /root/bench-{k}.json > /dev/null; "
+                     "t1=$(date +%s%N); echo $(( (t1 - t0) / 1000 )); done")
+        result[b] = median([int(x) for x in times.split()]) / 1000.0
+    absent = {"units": [{"name": u["name"]} for u in units], "state": "absent"}
+    with open(f"{root}/root/bench-cu.json", "w") as f:
+        json.dump(absent, f)
+    host("container_unit /root/bench-cu.json > /dev/null; rm -f /root/bench-*.json; rm -rf /var/lib/refit/migrations")
+    return result
+
+
+def host_pid():
+    with open(os.path.join(RUN, "inventory.ini")) as f:
+        for line in f:
+            if line.startswith("th1 "):
+                return line.split("refit_testhost_pid=")[1].split()[0]
+    raise RuntimeError("th1 is not up")
+
+
+def rolling(label, roll):
+    """Scenario 4: a new image for worker@1..4; how many answer during the rollout."""
+    ports = [BASE + 150 + i for i in (1, 2, 3, 4)]
+    probe = Probe(f"roll-{label}", ports=ports, names=["w1", "w2", "w3", "w4"])
+    wall = roll()
+    time.sleep(0.3)
+    seen = probe.stop()
+    return {"wall_s": wall, "min_answering": seen["min_answering"], "ticks": seen["ticks"]}
+
+
+def main():
+    quick = "--quick" in sys.argv
+    out_path = [a for a in sys.argv[1:] if not a.startswith("--")][0]
+    runs = 2 if quick else 5
+    results = {}
+
+    log("scenario 1 and 2, refit: deploy the example, then no-op updates")
+    prepare()
+    playbook("refit.containers.deploy")
+    results["noop_refit"] = noop(runs, refit_update, "refit")
+    log(f"  {results['noop_refit']}")
+    results["empty"] = median([playbook(os.path.join(PLAYBOOKS, "empty.yml")) for _ in range(runs)])
+    log("scenario 2, refit: z-stream of content, whose migration is then pending (a new image)")
+    results["z_refit"] = zstream("refit", "1.0.1", refit_update)
+    log("scenario 2, refit: z-stream of content, migrations with a check command")
+    check = os.path.join(PLAYBOOKS, "check_migrations.yml")
+    results["z_refit_check"] = zstream("refit-check", "1.0.6",
+                                       lambda: playbook("refit.containers.update", "-e", f"@{check}"))
+    log("scenario 2, the limit: bare systemctl restart, image already local")
+    publish_content("1.0.2")
+    host(f"podman pull -q {REGISTRY}/foreman-content:1.0 > /dev/null")
+    results["z_limit"] = zstream("limit", "1.0.2", lambda: timed_host("systemctl restart content.service"),
+                                 publish=False)
+    log("scenario 2, (b) naive: stop everything, pull, start")
+    results["z_naive"] = zstream("naive", "1.0.3", lambda: playbook(os.path.join(BASELINES, "naive.yml")))
+    log("scenario 2, (c) podman auto-update, on units labelled for it")
+    sh(["ansible-playbook", os.path.join(PLAYBOOKS, "deploy_autoupdate.yml"), "-e", f"@{DEPLOYMENT}"])
+    results["z_autoupdate"] = zstream("autoupdate", "1.0.4", lambda: timed_host("podman auto-update"))
+
+    log("scenario 4, refit: rolling worker@1..4")
+    sh(["ansible-playbook", os.path.join(PLAYBOOKS, "rolling.yml"), "-e", "bench_image=1.0"])
+    sh([TB, "publish", f"{REGISTRY}/bench-worker:1.0", "1.0.9"])
+    results["roll_refit"] = rolling("refit", lambda: playbook(os.path.join(PLAYBOOKS, "rolling.yml"),
+                                                              "-e", "bench_image=1.0"))
+    sh([TB, "publish", f"{REGISTRY}/bench-worker:1.0", "1.0.10"])
+    host(f"podman pull -q {REGISTRY}/bench-worker:1.0 > /dev/null")
+    results["roll_fm"] = rolling("fm", lambda: timed_host(
+        "systemctl restart bench-worker@1.service bench-worker@2.service bench-worker@3.service bench-worker@4.service"))
+    sh(["ansible-playbook", os.path.join(PLAYBOOKS, "rolling.yml"), "-e", "bench_state=absent"])
+
+    log("scenario 3: module cost for 1, 10, 50 services")
+    results["cost"] = {n: module_cost(n, 5 if quick else 10) for n in ((1, 10) if quick else (1, 10, 50))}
+
+    log("scenario 1 and 2, (a) the foremanctl way")
+    prepare()
+    fm_deploy()
+    results["noop_fm"] = noop(runs, fm_deploy, "fm")
+    log(f"  {results['noop_fm']}")
+    results["z_fm"] = zstream("fm", "1.0.5", lambda: fm_deploy("-e", "fm_pull=true"))
+    prepare()
+
+    with open(os.path.join(RUN, "bench-results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    table = render(results)
+    with open(out_path, "w") as f:
+        f.write(table)
+    print(table)
+
+
+def render(r):
+    podman = host("podman --version").strip()
+    core = sh(["ansible", "--version"]).stdout.splitlines()[0]
+    cpod = sh(["ansible-galaxy", "collection", "list", "containers.podman"]).stdout.strip().splitlines()[-1]
+    nr, nf = r["noop_refit"], r["noop_fm"]
+    lines = [
+        "# refit benchmarks",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `make bench` on one testbed host;"
+        f" {os.cpu_count()} cores; {podman}; {core}; containers.podman {cpod.split()[-1]}.",
+        "Every figure comes from this run's probe logs (every 20 ms), InvocationIDs and podman events.",
+        "",
+        "## 1. No-op update of examples/foreman-like (7 services), median of "
+        f"{len(nr['walls'])} runs",
+        "",
+        "| flow | wall time | services restarted per run | migration runs | downtime seen by the probe |",
+        "| --- | --- | --- | --- | --- |",
+        f"| refit update | {nr['wall_s']:.2f} s | {nr['restarted_per_run']:.0f} | {nr['migrations']} | {nr['down_ms_total']} ms |",
+        f"| (a) the foremanctl way | {nf['wall_s']:.2f} s | {nf['restarted_per_run']:.0f} | {len(nf['walls'])} × 3 one-shots | {nf['down_ms_total']} ms |",
+        f"| an empty playbook, for scale | {r['empty']:.2f} s | 0 | 0 | – |",
+        "",
+        f"refit is {nf['wall_s'] / nr['wall_s']:.1f} times faster than (a).",
+        "",
+        "## 2. z-stream of one image (content), one update each",
+        "",
+        "| flow | wall time | restarted | content's downtime | × the limit | downtime of the others | content answers |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    limit = max(r["z_limit"]["content_ms"], 1)
+    for key, name in [("z_limit", "**the limit**: `systemctl restart`, image local"),
+                      ("z_refit", "refit update (content's migration pending: stop, migrate, start)"),
+                      ("z_refit_check", "refit update, migrations with a check command (nothing pending)"),
+                      ("z_fm", "(a) foremanctl way: pull-images + deploy"), ("z_naive", "(b) naive stop, pull, start"),
+                      ("z_autoupdate", "(c) `podman auto-update`")]:
+        z = r[key]
+        others = sum(z["others_ms"].values())
+        lines.append(f"| {name} | {z['wall_s']:.2f} s | {len(z['restarted'])} | {z['content_ms']} ms | "
+                     f"{z['content_ms'] / limit:.2f} | {others} ms in all | {z['content_version']} (published {z['published']}) |")
+    lines += ["", "## 3. Module cost: median process time of a converged run", "",
+              "| services | container_unit | stop_services | run_migrations | container_unit per unit |",
+              "| --- | --- | --- | --- | --- |"]
+    for n, c in r["cost"].items():
+        lines.append(f"| {n} | {c['container_unit']:.1f} ms | {c['stop_services']:.1f} ms | "
+                     f"{c['run_migrations']:.1f} ms | {c['container_unit'] / int(n):.2f} ms |")
+    lines += ["", "## 4. Rolling update of worker@1..4 (a new image under the tag)", "",
+              "| flow | wall time | fewest instances answering |", "| --- | --- | --- |",
+              f"| refit, max_parallel 1 | {r['roll_refit']['wall_s']:.2f} s | {r['roll_refit']['min_answering']} of 4 |",
+              f"| (a) restart them all, as the migrate restart does | {r['roll_fm']['wall_s']:.2f} s | "
+              f"{r['roll_fm']['min_answering']} of 4 |", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# `make bench`: refit against the foremanctl way (containers.podman), the naive flow and podman
+# auto-update, on one test host, with the limit (a bare systemctl restart) measured in the same
+# go. Prints a markdown table and writes it to bench/RESULTS.md. The testbed is torn down at the
+# end, also when a scenario fails. `--quick` runs fewer repetitions (a smoke of the script).
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+TB=$REPO/tests/testbed/testbed.sh
+CACHE=${CACHE:-/var/cache/refit-testbed}
+BENCH_VENV=$CACHE/bench-venv
+# The `ansible` package brings containers.podman for baseline (a); its ansible-core is the
+# same minor as the testbed's, and both refit and the baselines run on it.
+BENCH_SPEC='ansible==12.3.0'
+
+"$TB" up th1
+trap '"$TB" down' EXIT
+eval "$("$TB" env)"
+if [ "$(cat "$BENCH_VENV/.refit-spec" 2>/dev/null)" != "$BENCH_SPEC" ]; then
+    rm -rf "$BENCH_VENV"
+    python3 -m venv "$BENCH_VENV"
+    "$BENCH_VENV/bin/pip" install -q --disable-pip-version-check "$BENCH_SPEC"
+    echo "$BENCH_SPEC" > "$BENCH_VENV/.refit-spec"
+fi
+make -C "$REPO" --no-print-directory -s collection > /dev/null
+export PATH="$BENCH_VENV/bin:$PATH"
+"$TB" publish 127.0.0.1:5000/bench-worker:1.0 1.0.0
+python3 "$REPO/bench/bench.py" "$@" "$REPO/bench/RESULTS.md"
