@@ -159,9 +159,10 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     let mut before = Vec::new();
     let mut work = Vec::with_capacity(targets.len());
     let mut unchanged_by_rollback = Vec::new();
+    let pre = observe::prefetch(host, &targets)?;
     for mut t in targets {
         let lap = Instant::now();
-        let mut obs = observe::observe(host, &state, &t)?;
+        let mut obs = observe::observe(host, &state, &t, &pre)?;
         before.push((t.name.file_name(), checkpoint::Entry::of(&obs)));
         let resolved = match &restore_from {
             Some(cp) => target::resolve_checkpoint(&mut t, &mut obs, cp),

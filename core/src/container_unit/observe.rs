@@ -5,7 +5,9 @@ use super::{Host, Target, UnitError};
 use crate::plan::{Observed, RunningContainer};
 use crate::podman::ContainerInfo;
 use crate::state::{StateDir, UnitHistory, read_optional};
+use crate::systemd::UnitStatus;
 use crate::unit::{UnitFile, revision};
+use std::collections::HashMap;
 
 #[derive(Debug, Clone, Default)]
 pub struct ServiceObs {
@@ -76,7 +78,53 @@ impl Observation {
     }
 }
 
-pub fn observe(host: &Host, state: &StateDir, t: &Target) -> Result<Observation, UnitError> {
+/// What systemd and podman report for every target of a run, asked once for all of them, so a
+/// `units` run of 50 services is one `systemctl show` and one container list, not 50 of each.
+pub struct Prefetched {
+    statuses: HashMap<String, UnitStatus>,
+    containers: Vec<ContainerInfo>,
+}
+
+pub fn prefetch(host: &Host, targets: &[Target]) -> Result<Prefetched, UnitError> {
+    let services: Vec<String> = targets.iter().flat_map(Target::services).collect();
+    let plain: Vec<String> = targets
+        .iter()
+        .filter(|t| !t.name.is_template())
+        .flat_map(Target::services)
+        .collect();
+    // systemctl is a process start and podman a few socket calls: ask both at once.
+    let (statuses, containers) = std::thread::scope(|s| {
+        let podman = s.spawn(|| -> Result<Vec<ContainerInfo>, UnitError> {
+            let mut all = host.podman.unit_containers(&plain)?;
+            for t in targets.iter().filter(|t| t.name.is_template()) {
+                all.extend(host.podman.template_containers(t.name.stem())?);
+            }
+            Ok(all)
+        });
+        let statuses = if services.is_empty() {
+            Ok(Vec::new())
+        } else {
+            host.systemd.show(&services)
+        };
+        (statuses, podman.join())
+    });
+    let statuses = statuses?
+        .into_iter()
+        .map(|st| (st.name.clone(), st))
+        .collect();
+    let containers = containers.unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+    Ok(Prefetched {
+        statuses,
+        containers,
+    })
+}
+
+pub fn observe(
+    host: &Host,
+    state: &StateDir,
+    t: &Target,
+    pre: &Prefetched,
+) -> Result<Observation, UnitError> {
     let file_text = read_optional(&t.path)?;
     let file_revision = match &file_text {
         None => None,
@@ -93,28 +141,36 @@ pub fn observe(host: &Host, state: &StateDir, t: &Target) -> Result<Observation,
     };
     let history = state.unit_history(&t.name.file_name())?;
     let services = t.services();
-    let image = t.desired.as_ref().map(|d| d.image.as_str());
-    let template = t.name.is_template();
-    let stem = t.name.stem().to_string();
-    // systemctl is a process start and podman a few socket calls: ask both at once.
-    let (statuses, podman) = std::thread::scope(|s| {
-        let podman = s.spawn(|| -> Result<_, UnitError> {
-            let containers = if template {
-                host.podman.template_containers(&stem)?
-            } else {
-                host.podman.unit_containers(&services)?
-            };
-            let local = match image {
-                Some(i) => host.podman.image_id(i)?,
-                None => None,
-            };
-            Ok((containers, local))
-        });
-        let statuses = host.systemd.show(&services);
-        (statuses, podman.join())
-    });
-    let statuses = statuses?;
-    let (containers, image_id) = podman.unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+    let image_id = match t.desired.as_ref() {
+        Some(d) => host.podman.image_id(d.image.as_str())?,
+        None => None,
+    };
+    let containers: Vec<ContainerInfo> = if t.name.is_template() {
+        let stem = t.name.stem();
+        pre.containers
+            .iter()
+            .filter(|c| crate::podman::is_instance_of(&c.unit, stem))
+            .cloned()
+            .collect()
+    } else {
+        pre.containers
+            .iter()
+            .filter(|c| services.contains(&c.unit))
+            .cloned()
+            .collect()
+    };
+    let statuses: Vec<UnitStatus> = services
+        .iter()
+        .map(|svc| {
+            pre.statuses
+                .get(svc)
+                .cloned()
+                .unwrap_or_else(|| UnitStatus {
+                    name: svc.clone(),
+                    ..UnitStatus::default()
+                })
+        })
+        .collect();
     let running = |svc: &str| {
         containers
             .iter()

@@ -168,9 +168,11 @@ impl Podman for PodmanApi {
         if units.is_empty() {
             return Ok(Vec::new());
         }
-        // One list call for all units; podman ORs repeated label filters of one key.
-        let labels = units.iter().map(|u| format!("{UNIT_LABEL}={u}")).collect();
-        self.list_unit_containers(labels, |u| units.iter().any(|x| x == u))
+        // One list call for all units. podman 5 ANDs repeated label filters, so a filter per
+        // unit would match nothing for two or more: filter on the key, and pick here.
+        self.list_unit_containers(vec![UNIT_LABEL.to_string()], |u| {
+            units.iter().any(|x| x == u)
+        })
     }
 
     fn template_containers(&self, stem: &str) -> Result<Vec<ContainerInfo>, PodmanError> {
