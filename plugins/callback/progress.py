@@ -170,8 +170,10 @@ class CallbackModule(CallbackBase):
     def v2_runner_on_ok(self, result):
         self._report(result, "changed" if result._result.get("changed") else "ok")
 
-    def v2_runner_on_failed(self, result, ignore_errors=False):
-        self._report(result, "failed", ignored=ignore_errors)
+    def v2_runner_on_failed(self, result, ignore_errors=False):  # pylint: disable=unused-argument
+        # ignore_errors here is also true for a failure a rescue section will handle; only
+        # the task's own ignore_errors makes a failure one refitctl may disregard.
+        self._report(result, "failed", ignored=bool(result._task.ignore_errors))
 
     def v2_runner_on_skipped(self, result):
         self._report(result, "skipped")
