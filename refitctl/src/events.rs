@@ -82,12 +82,17 @@ impl Run {
     }
 
     pub fn hosts(&self) -> Vec<String> {
-        let mut hosts: Vec<String> = match &self.stats {
+        match &self.stats {
             Some(s) => s.keys().cloned().collect(),
-            None => self.events.iter().map(|e| e.host.clone()).collect(),
-        };
-        hosts.dedup();
-        hosts
+            // Without stats, the hosts in the order their first event came; events of several
+            // hosts interleave, so a plain dedup would keep repeats.
+            None => self.events.iter().fold(Vec::new(), |mut hosts, e| {
+                if !hosts.contains(&e.host) {
+                    hosts.push(e.host.clone());
+                }
+                hosts
+            }),
+        }
     }
 
     pub fn ending(&self) -> Ending {

@@ -132,7 +132,6 @@ pub fn plan(run: &Run) -> Vec<HostPlan> {
             .find(|e| e.phase == "fetch");
         let mut pulls = Vec::new();
         for u in fetch.iter().flat_map(|e| units(&e.result)) {
-            let service = str_at(u, "/service").unwrap_or_default();
             let actions: Vec<&str> = u["actions"]
                 .as_array()
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
@@ -150,7 +149,7 @@ pub fn plan(run: &Run) -> Vec<HostPlan> {
             let restarts = u["restart_needed"] == Value::Bool(true)
                 || u["start_needed"] == Value::Bool(true)
                 || actions.contains(&"pull");
-            let subjects = instance_names(u).unwrap_or_else(|| vec![service.clone()]);
+            let subjects = services_of(u);
             if restarts {
                 let why = if reasons.is_empty() {
                     "new image".to_string()
@@ -223,9 +222,7 @@ pub fn changes(run: &Run) -> Vec<HostChanges> {
                 }
             }
             for u in units(&e.result) {
-                let names = instance_names(u)
-                    .unwrap_or_else(|| vec![str_at(u, "/service").unwrap_or_default()]);
-                for n in names {
+                for n in services_of(u) {
                     if !all.contains(&n) {
                         all.push(n);
                     }
@@ -280,9 +277,12 @@ fn units(result: &Value) -> Vec<&Value> {
     }
 }
 
-fn instance_names(u: &Value) -> Option<Vec<String>> {
-    let list = u["instances"].as_array().filter(|l| !l.is_empty())?;
-    Some(list.iter().filter_map(|i| str_at(i, "/service")).collect())
+/// The services a unit's report covers: its template instances, or the service itself.
+fn services_of(u: &Value) -> Vec<String> {
+    match u["instances"].as_array().filter(|l| !l.is_empty()) {
+        Some(list) => list.iter().filter_map(|i| str_at(i, "/service")).collect(),
+        None => vec![str_at(u, "/service").unwrap_or_default()],
+    }
 }
 
 fn str_at(v: &Value, pointer: &str) -> Option<String> {
