@@ -172,22 +172,43 @@ stop_pidfile() {
 # Host podman, with the settings above; never passed on to the guests.
 host_podman() { CONTAINERS_CONF=$HOST_CONTAINERS_CONF podman "$@"; }
 
-# Builds one test image with host podman and pushes it under every tag given.
+# The layers every test image shares (busybox and the scripts), built once per content of
+# tests/testbed/image and /bin/busybox and kept in host podman's storage across beds; prints its
+# reference. Its RUN step is what makes a build slow (a container run), so only this has it.
+base_image() {
+    local dir=$REPO/tests/testbed/image key ref ctx
+    key=$(cat "$dir/Containerfile.base" "$dir/entry.sh" "$dir/migrate.sh" /bin/busybox | sha256sum | cut -c1-16)
+    ref=localhost/refit-testbed-base:$key
+    if ! host_podman image exists "$ref"; then
+        ctx=$RUN/image-build
+        rm -rf "$ctx"
+        cp -r "$dir" "$ctx"
+        cp /bin/busybox "$ctx/busybox"
+        host_podman build -q --network none --format docker -f "$ctx/Containerfile.base" -t "$ref" "$ctx" > /dev/null
+        rm -rf "$ctx"
+    fi
+    echo "$ref"
+}
+
+# Builds one test image with host podman and pushes it under every tag given. Only metadata is
+# added to the base, so each build is a new image (a new digest) in about a second.
 build_image() {
-    local version=$1 mode=$2 schema=$3
+    local version=$1 mode=$2 schema=$3 base
     shift 3
-    local ctx=$RUN/image-build
-    rm -rf "$ctx"
-    cp -r "$REPO/tests/testbed/image" "$ctx"
-    cp /bin/busybox "$ctx/busybox"
+    base=$(base_image)
     local tag_args=()
     for t in "$@"; do tag_args+=(-t "$t"); done
     # --no-cache: buildah 1.28 reuses its cache across different --build-arg values.
-    host_podman build -q --no-cache --network none --format docker \
-        --build-arg VERSION="$version" --build-arg MODE="$mode" --build-arg SCHEMA="$schema" \
-        "${tag_args[@]}" "$ctx" > /dev/null
+    host_podman build -q --no-cache --pull=never --network none --format docker \
+        --build-arg BASE="$base" --build-arg VERSION="$version" --build-arg MODE="$mode" --build-arg SCHEMA="$schema" \
+        "${tag_args[@]}" -f "$REPO/tests/testbed/image/Containerfile" "$REPO/tests/testbed/image" > /dev/null
     for t in "$@"; do host_podman push -q --tls-verify=false "$t"; done
+    forget_images "$@"
 }
+
+# The registry holds them now. Host storage keeps only the base: every host podman call slows
+# with the images a suite publishes (a metadata-only build took 6 s beside 550 of them).
+forget_images() { host_podman rmi "$@" > /dev/null; }
 
 # The catalogue every test can rely on. Streams are 1.0 .. 1.3; the stream tag (svc:1.0) moves
 # to the newest z-release, and a z-release (svc:1.0.1) exists to be published under it.
@@ -227,7 +248,7 @@ boot_host() {
 }
 
 wait_host() {
-    local name=$1 st= pid=
+    local name=$1 st='' pid=''
     for _ in $(seq 240); do
         pid=$(leader_pid "$name" || true)
         if [ -n "$pid" ]; then
@@ -378,6 +399,7 @@ main() {
         rm -f "$out"
         # -m: without it, several images land in one archive as one image with many tags.
         host_podman save -q -m -o "$out" "$@"
+        forget_images "$@"
         ;;
     registry)
         case ${1:-} in
