@@ -40,10 +40,10 @@ bed_rc=0
 wait "$bed_pid" || bed_rc=$?
 cat "$bed_log"
 [ "$bed_rc" -eq 0 ] || exit "$bed_rc"
+eval "$(tests/testbed/testbed.sh env)"
 step "collection and refitctl"
 timed collection make --no-print-directory collection refitctl
 step "ansible-lint (production profile)"
-eval "$(tests/testbed/testbed.sh env)"
 timed ansible-lint env ANSIBLE_COLLECTIONS_PATH="$REFIT_TESTBED_RUN/collections" ansible-lint --nocolor roles playbooks tests/integration examples extensions
 step "ansible-test sanity"
 timed sanity tests/sanity/run.sh
