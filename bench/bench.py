@@ -261,7 +261,8 @@ def main():
         return [f"1.0.{minor}{i}" for i in range(reps)]
 
     # First, on a quiet host: later scenarios leave services whose 1 s health checks (a podman
-    # process each) would be measured too; they made this figure 1.5 times as large.
+    # process each) would be measured too: measured after them, this figure was 1.4 and 2.2
+    # times as large (container_unit over 50 units, two runs).
     if want("cost"):
         log("scenario 3: module cost for 1, 10, 50 services")
         results["cost"] = {n: module_cost(n, 5 if quick else 10) for n in ((1, 10) if quick else (1, 10, 50))}
