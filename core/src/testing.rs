@@ -2,7 +2,9 @@
 //! the host, so a test can assert that nothing was touched.
 
 use crate::converge::Clock;
-use crate::podman::{ContainerInfo, Finished, OneOff, OneOffResult, Podman, PodmanError};
+use crate::podman::{
+    ContainerInfo, Finished, OneOff, OneOffResult, Podman, PodmanError, UnitSelection,
+};
 use crate::registry::{Location, Registry, RegistryError};
 use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
 use std::collections::HashMap;
@@ -144,19 +146,14 @@ impl Podman for FakePodman {
             output: String::new(),
         }))
     }
-    fn template_containers(&self, stem: &str) -> Result<Vec<ContainerInfo>, PodmanError> {
+    fn containers_of(
+        &self,
+        selection: &UnitSelection<'_>,
+    ) -> Result<Vec<ContainerInfo>, PodmanError> {
         Ok(self
             .containers
             .iter()
-            .filter(|c| crate::podman::is_instance_of(&c.unit, stem))
-            .cloned()
-            .collect())
-    }
-    fn unit_containers(&self, units: &[String]) -> Result<Vec<ContainerInfo>, PodmanError> {
-        Ok(self
-            .containers
-            .iter()
-            .filter(|c| units.contains(&c.unit))
+            .filter(|c| selection.matches(&c.unit))
             .cloned()
             .collect())
     }

@@ -3,7 +3,7 @@
 
 use super::{Host, Target, UnitError};
 use crate::plan::{Observed, RunningContainer};
-use crate::podman::ContainerInfo;
+use crate::podman::{ContainerInfo, UnitSelection};
 use crate::state::{StateDir, UnitHistory, read_optional};
 use crate::systemd::UnitStatus;
 use crate::unit::{UnitFile, revision};
@@ -92,15 +92,18 @@ pub fn prefetch(host: &Host, targets: &[Target]) -> Result<Prefetched, UnitError
         .filter(|t| !t.name.is_template())
         .flat_map(Target::services)
         .collect();
+    let templates: Vec<&str> = targets
+        .iter()
+        .filter(|t| t.name.is_template())
+        .map(|t| t.name.stem())
+        .collect();
+    let selection = UnitSelection {
+        services: &plain,
+        templates: &templates,
+    };
     // systemctl is a process start and podman a few socket calls: ask both at once.
     let (statuses, containers) = std::thread::scope(|s| {
-        let podman = s.spawn(|| -> Result<Vec<ContainerInfo>, UnitError> {
-            let mut all = host.podman.unit_containers(&plain)?;
-            for t in targets.iter().filter(|t| t.name.is_template()) {
-                all.extend(host.podman.template_containers(t.name.stem())?);
-            }
-            Ok(all)
-        });
+        let podman = s.spawn(|| host.podman.containers_of(&selection));
         let statuses = if services.is_empty() {
             Ok(Vec::new())
         } else {
@@ -145,20 +148,24 @@ pub fn observe(
         Some(d) => host.podman.image_id(d.image.as_str())?,
         None => None,
     };
-    let containers: Vec<ContainerInfo> = if t.name.is_template() {
-        let stem = t.name.stem();
-        pre.containers
-            .iter()
-            .filter(|c| crate::podman::is_instance_of(&c.unit, stem))
-            .cloned()
-            .collect()
+    let stem = [t.name.stem()];
+    let own = if t.name.is_template() {
+        UnitSelection {
+            services: &[],
+            templates: &stem,
+        }
     } else {
-        pre.containers
-            .iter()
-            .filter(|c| services.contains(&c.unit))
-            .cloned()
-            .collect()
+        UnitSelection {
+            services: &services,
+            templates: &[],
+        }
     };
+    let containers: Vec<ContainerInfo> = pre
+        .containers
+        .iter()
+        .filter(|c| own.matches(&c.unit))
+        .cloned()
+        .collect();
     let statuses: Vec<UnitStatus> = services
         .iter()
         .map(|svc| {

@@ -1,7 +1,7 @@
 //! `Podman` over the podman API socket, through bollard's Docker-compatible client.
 
 use super::oneoff::{Finished, OneOff};
-use super::{ContainerInfo, Podman, PodmanError, UNIT_LABEL, bare_id};
+use super::{ContainerInfo, Podman, PodmanError, UNIT_LABEL, UnitSelection, bare_id};
 use bollard::Docker;
 use bollard::query_parameters::{
     CreateImageOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
@@ -164,21 +164,16 @@ impl Podman for PodmanApi {
         self.run_oneoff_impl(spec, timeout)
     }
 
-    fn unit_containers(&self, units: &[String]) -> Result<Vec<ContainerInfo>, PodmanError> {
-        if units.is_empty() {
+    fn containers_of(
+        &self,
+        selection: &UnitSelection<'_>,
+    ) -> Result<Vec<ContainerInfo>, PodmanError> {
+        if selection.is_empty() {
             return Ok(Vec::new());
         }
         // One list call for all units. podman 5 ANDs repeated label filters, so a filter per
         // unit would match nothing for two or more: filter on the key, and pick here.
-        self.list_unit_containers(vec![UNIT_LABEL.to_string()], |u| {
-            units.iter().any(|x| x == u)
-        })
-    }
-
-    fn template_containers(&self, stem: &str) -> Result<Vec<ContainerInfo>, PodmanError> {
-        self.list_unit_containers(vec![UNIT_LABEL.to_string()], |u| {
-            super::is_instance_of(u, stem)
-        })
+        self.list_unit_containers(vec![UNIT_LABEL.to_string()], |u| selection.matches(u))
     }
 }
 

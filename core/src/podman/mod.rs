@@ -63,10 +63,38 @@ pub trait Podman: Sync {
         spec: &OneOff,
         timeout: std::time::Duration,
     ) -> Result<Finished, PodmanError>;
-    /// Every container quadlet started for these units, running or not, with their health.
-    fn unit_containers(&self, units: &[String]) -> Result<Vec<ContainerInfo>, PodmanError>;
-    /// Every container quadlet started for an instance of the template `stem` (`worker@`).
-    fn template_containers(&self, stem: &str) -> Result<Vec<ContainerInfo>, PodmanError>;
+    /// Every container quadlet started for the units `selection` names, running or not, with
+    /// their health: one list call, however many services and templates it names.
+    fn containers_of(
+        &self,
+        selection: &UnitSelection<'_>,
+    ) -> Result<Vec<ContainerInfo>, PodmanError>;
+    /// Every container quadlet started for these units.
+    fn unit_containers(&self, units: &[String]) -> Result<Vec<ContainerInfo>, PodmanError> {
+        self.containers_of(&UnitSelection {
+            services: units,
+            templates: &[],
+        })
+    }
+}
+
+/// Which units' containers to look at: these services, and every instance of these templates
+/// (stems such as `worker@`).
+#[derive(Debug, Clone, Copy)]
+pub struct UnitSelection<'a> {
+    pub services: &'a [String],
+    pub templates: &'a [&'a str],
+}
+
+impl UnitSelection<'_> {
+    pub fn is_empty(&self) -> bool {
+        self.services.is_empty() && self.templates.is_empty()
+    }
+
+    pub fn matches(&self, unit: &str) -> bool {
+        self.services.iter().any(|s| s == unit)
+            || self.templates.iter().any(|t| is_instance_of(unit, t))
+    }
 }
 
 /// Strips the `sha256:` prefix, so IDs from different API calls compare.
