@@ -53,15 +53,16 @@ def playbook(name, *args, check=True):
     return time.monotonic() - t0
 
 
-def port_base():
+def th1_setting(key):
+    """A variable of th1's line in the testbed inventory (refit_port_base, refit_testhost_pid)."""
     with open(os.path.join(RUN, "inventory.ini")) as f:
         for line in f:
             if line.startswith("th1 "):
-                return int(line.split("refit_port_base=")[1].split()[0])
-    raise RuntimeError("th1 is not in the testbed inventory")
+                return line.split(f"{key}=")[1].split()[0]
+    raise RuntimeError("th1 is not in the testbed inventory; run: tests/testbed/testbed.sh up th1")
 
 
-BASE = port_base()
+BASE = int(th1_setting("refit_port_base"))
 PORTS = [BASE + 1, BASE + 2, BASE + 3, BASE + 4] + [int(f"{(BASE + 10) // 10}{i}") for i in (1, 2, 3)]
 
 
@@ -202,7 +203,7 @@ def module_cost(n, runs):
         "ss": {"units": [f"bench-{i}.service" for i in range(n)], "state": "started"},
         "rm": {"migrations": migrations},
     }
-    root = f"/proc/{host_pid()}/root"
+    root = f"/proc/{th1_setting('refit_testhost_pid')}/root"
     for k, v in args.items():
         with open(f"{root}/root/bench-{k}.json", "w") as f:
             json.dump(v, f)
@@ -226,14 +227,6 @@ def module_cost(n, runs):
         json.dump(absent, f)
     host("container_unit /root/bench-cu.json > /dev/null; rm -f /root/bench-*.json; rm -rf /var/lib/refit/migrations")
     return result
-
-
-def host_pid():
-    with open(os.path.join(RUN, "inventory.ini")) as f:
-        for line in f:
-            if line.startswith("th1 "):
-                return line.split("refit_testhost_pid=")[1].split()[0]
-    raise RuntimeError("th1 is not up")
 
 
 def rolling(label, roll):
