@@ -4,9 +4,12 @@ CACHE ?= /var/cache/refit-testbed
 RUN ?= /var/tmp/refit-testbed
 VENV ?= $(CACHE)/venv
 MODULES := container_unit stop_services run_migrations flow_state
+# The oldest glibc the modules run on (EL8); tools/zigbuild.sh builds for it, `make modules` checks it.
+GLIBC_CEILING := 2.28
+ZIG_OUT := target/x86_64-unknown-linux-gnu/release
 GALAXY := $(if $(wildcard $(VENV)/bin/ansible-galaxy),$(VENV)/bin/ansible-galaxy,ansible-galaxy)
 
-.PHONY: bench demo test collection modules refitctl testbed-up testbed-down integration
+.PHONY: bench demo test collection version notices modules glibc-check refitctl testbed-up testbed-down integration
 
 ## demo: the README's first command: a test host, deploy, z-stream update, upgrade, status, teardown
 demo:
@@ -20,17 +23,32 @@ bench:
 test:
 	tests/run.sh
 
-## modules: release binaries of the modules, into plugins/modules/
-modules:
-	cargo build --release --locked -p refit-modules
-	for m in $(MODULES); do install -m 0755 target/release/$$m plugins/modules/$$m; done
+## version: VERSION, the one version source, written into galaxy.yml and Cargo.toml
+version:
+	tools/version.sh
 
-## refitctl: the release binary, target/release/refitctl
+## notices: the licences of what the module binaries link statically, shipped in the collection
+notices:
+	tools/third_party.py THIRD-PARTY-NOTICES.txt
+
+## modules: release binaries of the modules for glibc 2.28 and newer (tools/zigbuild.sh), into plugins/modules/
+modules: version
+	tools/zigbuild.sh $(GLIBC_CEILING) -p refit-modules
+	for m in $(MODULES); do install -m 0755 $(ZIG_OUT)/$$m plugins/modules/$$m; done
+	$(MAKE) --no-print-directory glibc-check
+
+## glibc-check: fails when a binary (default: the modules) needs a glibc above GLIBC_CEILING
+GLIBC_CHECKED ?= $(addprefix plugins/modules/,$(MODULES))
+glibc-check:
+	tools/glibc-ceiling.sh $(GLIBC_CEILING) $(GLIBC_CHECKED)
+
+## refitctl: the release binary, built as the modules are (sharing their build), into target/release/refitctl
 refitctl:
-	cargo build --release --locked -p refitctl
+	tools/zigbuild.sh $(GLIBC_CEILING) -p refitctl
+	install -D -m 0755 $(ZIG_OUT)/refitctl target/release/refitctl
 
 ## collection: the modules, then `ansible-galaxy collection build` and install into the testbed
-collection: modules
+collection: modules notices
 	mkdir -p build
 	$(GALAXY) collection build --force --output-path build .
 	$(GALAXY) collection install --force -p $(RUN)/collections build/refit-containers-$$(sed -n 's/^version: //p' galaxy.yml).tar.gz

@@ -43,6 +43,13 @@ cat "$bed_log"
 eval "$(tests/testbed/testbed.sh env)"
 step "collection and refitctl"
 timed collection make --no-print-directory collection refitctl
+# make modules checked the modules against the glibc ceiling; the check must also refuse a
+# binary linked against this machine's newer glibc, as cargo test's debug build is.
+step "glibc ceiling refuses a binary built for this machine"
+if make --no-print-directory -s glibc-check GLIBC_CHECKED=target/debug/stop_services 2> /dev/null; then
+    echo "the glibc ceiling check passed target/debug/stop_services, which needs this machine's glibc" >&2
+    exit 1
+fi
 step "ansible-lint (production profile)"
 timed ansible-lint env ANSIBLE_COLLECTIONS_PATH="$REFIT_TESTBED_RUN/collections" ansible-lint --nocolor roles playbooks tests/integration examples extensions
 step "ansible-test sanity"
