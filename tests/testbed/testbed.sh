@@ -33,6 +33,15 @@ HOST_CONTAINERS_CONF=$CACHE/host-containers.conf
 log() { printf '[testbed %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 now_ms() { date +%s%3N; }
+# Closes every descriptor above stderr in this (sub)shell, so a daemon the bed starts never
+# holds a lock its caller took (`flock LOCK testbed.sh up` would otherwise be held for good).
+close_inherited_fds() {
+    local fd
+    for fd in $(ls /proc/$BASHPID/fd); do
+        [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null
+    done
+    return 0
+}
 
 # Runs a named phase and prints how long it took: the figures the README quotes come from here.
 phase() {
@@ -143,7 +152,7 @@ log: {level: warn, accesslog: {disabled: true}}
 storage: {filesystem: {rootdirectory: $RUN/registry-data}, delete: {enabled: true}}
 http: {addr: $REGISTRY}
 EOF
-    docker-registry serve "$RUN/registry.yml" > "$RUN/registry.log" 2>&1 &
+    (close_inherited_fds; exec docker-registry serve "$RUN/registry.yml") > "$RUN/registry.log" 2>&1 &
     echo $! > "$RUN/registry.pid"
     for _ in $(seq 100); do
         curl -fs "http://$REGISTRY/v2/" > /dev/null && return
@@ -239,6 +248,7 @@ boot_host() {
     for h in "${CGROUP_HIERARCHIES[@]}"; do mkdir -p "$h/refit-testbed-$name"; done
     (
         for h in "${CGROUP_HIERARCHIES[@]}"; do echo $BASHPID > "$h/refit-testbed-$name/cgroup.procs"; done
+        close_inherited_fds
         export SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1
         exec systemd-nspawn --boot --register=no --keep-unit --console=read-only --machine="$name" \
             --system-call-filter='bpf keyctl add_key request_key' --capability=CAP_NET_ADMIN \
