@@ -9,7 +9,7 @@ GLIBC_CEILING := 2.28
 ZIG_OUT := target/x86_64-unknown-linux-gnu/release
 GALAXY := $(if $(wildcard $(VENV)/bin/ansible-galaxy),$(VENV)/bin/ansible-galaxy,ansible-galaxy)
 
-.PHONY: bench demo test collection version notices modules glibc-check refitctl testbed-up testbed-down integration
+.PHONY: bench demo test collection docs changelog version notices modules glibc-check refitctl testbed-up testbed-down integration
 
 ## demo: the README's first command: a test host, deploy, z-stream update, upgrade, status, teardown
 demo:
@@ -52,6 +52,14 @@ collection: modules notices
 	mkdir -p build
 	$(GALAXY) collection build --force --output-path build .
 	$(GALAXY) collection install --force -p $(RUN)/collections build/refit-containers-$$(sed -n 's/^version: //p' galaxy.yml).tar.gz
+
+## docs: the HTML docsite of the modules, roles and callback (antsibull-docs), build/docs/html; any warning fails it
+docs: modules
+	tools/docs.sh build/docs
+
+## changelog: CHANGELOG.md from changelogs/; releases VERSION from the fragments when it is new
+changelog: modules
+	tools/changelog.sh
 
 testbed-up:
 	tests/testbed/testbed.sh up th1

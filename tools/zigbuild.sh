@@ -18,13 +18,7 @@ TRIPLE=x86_64-unknown-linux-gnu
 GLIBC=$1
 shift
 
-if [ "$(cat "$VENV/.refit-spec" 2> /dev/null)" != "${SPECS[*]}" ]; then
-    echo "zigbuild: installing ${SPECS[*]} into $VENV" >&2
-    rm -rf "$VENV"
-    python3 -m venv "$VENV"
-    "$VENV/bin/pip" install -q --disable-pip-version-check "${SPECS[@]}"
-    echo "${SPECS[*]}" > "$VENV/.refit-spec"
-fi
+"$REPO/tools/venv.sh" "$VENV" "${SPECS[@]}"
 rustup target list --installed 2> /dev/null | grep -qx "$TRIPLE" || rustup target add "$TRIPLE"
 cd "$REPO"
 PATH=$VENV/bin:$PATH cargo zigbuild --release --locked --target "$TRIPLE.$GLIBC" "$@"

@@ -12,23 +12,27 @@ fn modules() -> Vec<&'static ModuleSpec> {
     ]
 }
 
-fn doc_options(module: &str) -> serde_yaml::Mapping {
+fn sidecar(module: &str) -> Value {
     let path = format!(
         "{}/../plugins/modules/{module}.yml",
         env!("CARGO_MANIFEST_DIR")
     );
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let doc: Value = serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn doc_options(module: &str) -> serde_yaml::Mapping {
+    let doc = sidecar(module);
     assert_eq!(
         doc["DOCUMENTATION"]["module"].as_str(),
         Some(module),
-        "{path}: module name"
+        "{module}: module name"
     );
     assert!(
         doc["EXAMPLES"].as_str().is_some_and(|e| !e.is_empty()),
-        "{path}: EXAMPLES"
+        "{module}: EXAMPLES"
     );
-    assert!(doc["RETURN"].is_mapping(), "{path}: RETURN");
+    assert!(doc["RETURN"].is_mapping(), "{module}: RETURN");
     doc["DOCUMENTATION"]["options"]
         .as_mapping()
         .cloned()
@@ -104,5 +108,82 @@ fn check_options(module: &str, context: &str, docs: &serde_yaml::Mapping, option
 fn sidecar_options_match_the_specs() {
     for spec in modules() {
         check_options(spec.name, "", &doc_options(spec.name), spec.options);
+    }
+}
+
+/// What a module needs on the host, as `ansible-doc` and the docsite show it.
+#[test]
+fn sidecars_state_their_requirements() {
+    for spec in modules() {
+        let doc = sidecar(spec.name);
+        let requirements = doc["DOCUMENTATION"]["requirements"]
+            .as_sequence()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            !requirements.is_empty(),
+            "{}: DOCUMENTATION has no requirements",
+            spec.name
+        );
+        let text = serde_yaml::to_string(&requirements).expect("yaml");
+        for needed in ["systemd", "glibc 2.28"] {
+            assert!(
+                text.contains(needed),
+                "{}: requirements do not name {needed}",
+                spec.name
+            );
+        }
+        if spec.options.iter().any(|o| o.name == "podman_socket") {
+            assert!(
+                text.contains("podman API socket"),
+                "{}: requirements do not name the podman API socket",
+                spec.name
+            );
+        }
+    }
+}
+
+/// The result keys the roles (roles/flow/tasks) and refitctl (refitctl/src/report.rs) read,
+/// and `held`, which says what a canary run left behind.
+const READ_KEYS: &[(&str, &[&str])] = &[
+    (
+        "container_unit",
+        &[
+            "units",
+            "restarted_services",
+            "instances.service",
+            "instances.active",
+            "instances.replaced",
+            "held",
+            "restart_needed",
+            "start_needed",
+            "active",
+            "actions",
+            "reasons",
+            "service",
+            "image.newer_available",
+        ],
+    ),
+    ("run_migrations", &["migrations", "ran", "skipped_reason"]),
+];
+
+#[test]
+fn sidecars_document_the_result_keys_that_are_read() {
+    for (module, keys) in READ_KEYS {
+        let doc = sidecar(module);
+        for key in *keys {
+            let mut node = &doc["RETURN"];
+            for (i, part) in key.split('.').enumerate() {
+                node = if i == 0 {
+                    &node[part]
+                } else {
+                    &node["contains"][part]
+                };
+            }
+            assert!(
+                node["description"].as_str().is_some() || node["description"].is_sequence(),
+                "{module}: RETURN does not document {key}"
+            );
+        }
     }
 }
