@@ -6,7 +6,7 @@
 //! that has held, with no restart, for `min_healthy`. It fails fast on a failed unit, a
 //! scheduled auto-restart, a restart counter that moves, or an unhealthy container.
 
-use crate::podman::Podman;
+use crate::podman::{Health, Podman};
 use crate::systemd::Systemd;
 use std::time::{Duration, Instant};
 
@@ -123,7 +123,7 @@ pub fn wait_converged(
         let mut container_id = String::new();
         if good {
             let containers = podman.unit_containers(&units)?;
-            match containers.iter().find(|c| c.running) {
+            match containers.iter().find(|c| c.running()) {
                 None => {
                     good = false;
                     last_state.push_str(", no running container");
@@ -138,15 +138,18 @@ pub fn wait_converged(
                         last_state
                             .push_str(&format!(", container runs image {}", short(&c.image_id)));
                     } else if exp.needs_health {
-                        match c.health.as_deref() {
-                            Some("healthy") => {}
-                            Some("unhealthy") => {
+                        match &c.health {
+                            Some(Health::Healthy) => {}
+                            Some(Health::Unhealthy) => {
                                 return Err(fail("its health check reports unhealthy".into()));
                             }
-                            other => {
+                            Some(other) => {
                                 good = false;
-                                last_state
-                                    .push_str(&format!(", health {}", other.unwrap_or("unknown")));
+                                last_state.push_str(&format!(", health {other}"));
+                            }
+                            None => {
+                                good = false;
+                                last_state.push_str(", no health status yet");
                             }
                         }
                     }

@@ -1,8 +1,9 @@
-//! The host as modules see it: systemd, podman, the registries it pulls from and a clock, each
-//! behind its trait.
+//! The host as modules see it: systemd, podman, the registries it pulls from, quadlet and a
+//! clock, each behind its trait.
 
 use crate::converge::{Clock, SystemClock};
 use crate::podman::Podman;
+use crate::quadlet::{Quadlet, QuadletBinary};
 use crate::registry::{HttpRegistry, Registry};
 use crate::systemd::{Systemctl, Systemd};
 
@@ -11,6 +12,7 @@ pub struct Host<'a> {
     pub podman: &'a dyn Podman,
     pub registry: &'a dyn Registry,
     pub clock: &'a dyn Clock,
+    pub quadlet: &'a dyn Quadlet,
 }
 
 impl<'a> Host<'a> {
@@ -22,6 +24,7 @@ impl<'a> Host<'a> {
             podman,
             registry,
             clock: &SystemClock,
+            quadlet: &QuadletBinary,
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod migrate;
 pub mod order;
 pub mod plan;
 pub mod podman;
+pub mod quadlet;
 pub mod registry;
 pub mod state;
 pub mod stop_services;

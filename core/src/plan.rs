@@ -1,6 +1,7 @@
 //! The plan: a pure function from what is wanted and what was observed to the actions that
 //! converge a unit, each with its reasons. No I/O here; check mode returns exactly this.
 
+use crate::podman::Health;
 use serde::{Deserialize, Serialize};
 
 /// Why a unit is not converged.
@@ -47,12 +48,26 @@ pub enum Wanted {
     RolledBack,
 }
 
+impl Wanted {
+    /// The name the module's `state` option gives it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Wanted::Present => "present",
+            Wanted::Started => "started",
+            Wanted::Restarted => "restarted",
+            Wanted::Stopped => "stopped",
+            Wanted::Absent => "absent",
+            Wanted::RolledBack => "rolled_back",
+        }
+    }
+}
+
 /// The running container of a unit, as far as the plan cares.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunningContainer {
     pub revision: Option<String>,
     pub image_id: String,
-    pub health: Option<String>,
+    pub health: Option<Health>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -148,7 +163,7 @@ pub fn plan(wanted: Wanted, desired: &str, obs: &Observed) -> Plan {
             restart_needed = true;
             reasons.push(Reason::ImageChanged);
         }
-        if c.health.as_deref() == Some("unhealthy") {
+        if c.health == Some(Health::Unhealthy) {
             restart_needed = true;
             reasons.push(Reason::Unhealthy);
         }
@@ -207,7 +222,7 @@ mod tests {
             container: Some(RunningContainer {
                 revision: Some(REV.into()),
                 image_id: "img2".into(),
-                health: Some("healthy".into()),
+                health: Some(Health::Healthy),
             }),
             image_id: Some("img2".into()),
             newer_image: false,
@@ -262,7 +277,7 @@ mod tests {
         cases.push(case("converged, restarted", Wanted::Restarted, converged()));
         let mut o = converged();
         if let Some(c) = o.container.as_mut() {
-            c.health = Some("unhealthy".into());
+            c.health = Some(Health::Unhealthy);
         }
         cases.push(case("unhealthy", Wanted::Started, o));
         insta::assert_yaml_snapshot!(cases);

@@ -1,10 +1,13 @@
 //! Fakes of the host's seams, for unit tests only. They record every call that would change
 //! the host, so a test can assert that nothing was touched.
 
+pub mod sim;
+
 use crate::converge::Clock;
 use crate::podman::{
     ContainerInfo, Finished, OneOff, OneOffResult, Podman, PodmanError, UnitSelection,
 };
+use crate::quadlet::{Quadlet, QuadletError};
 use crate::registry::{Location, Registry, RegistryError};
 use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
 use std::collections::HashMap;
@@ -96,6 +99,12 @@ pub struct FakePodman {
     pub oneoff_rc: i64,
     /// The API does not answer.
     pub unreachable: bool,
+    /// Every one-off container run, as it was asked for.
+    pub oneoffs: Mutex<Vec<OneOff>>,
+    /// One-off containers print their environment, as a migration that logs it would.
+    pub oneoff_prints_env: bool,
+    /// podman secrets: name to (unit, value).
+    pub secrets: Mutex<std::collections::BTreeMap<String, (String, String)>>,
 }
 
 impl Podman for FakePodman {
@@ -141,10 +150,48 @@ impl Podman for FakePodman {
             spec.image,
             spec.command.join(" ")
         ));
+        self.oneoffs.lock().expect("oneoffs").push(spec.clone());
+        let output = if self.oneoff_prints_env {
+            spec.env.join("\n")
+        } else {
+            String::new()
+        };
         Ok(Finished::Exited(OneOffResult {
             rc: self.oneoff_rc,
-            output: String::new(),
+            output,
         }))
+    }
+    fn secrets(&self) -> Result<Vec<crate::podman::SecretInfo>, PodmanError> {
+        let held = self.secrets.lock().expect("secrets");
+        Ok(held
+            .iter()
+            .map(|(name, (unit, _))| crate::podman::SecretInfo {
+                name: name.clone(),
+                unit: Some(unit.clone()).filter(|u| !u.is_empty()),
+            })
+            .collect())
+    }
+    fn create_secret(&self, name: &str, unit: &str, value: &str) -> Result<(), PodmanError> {
+        self.calls
+            .lock()
+            .expect("calls")
+            .push(format!("secret create {name}"));
+        let mut held = self.secrets.lock().expect("secrets");
+        held.entry(name.to_string())
+            .or_insert_with(|| (unit.to_string(), value.to_string()));
+        Ok(())
+    }
+    fn secret_value(&self, name: &str) -> Result<Option<String>, PodmanError> {
+        let held = self.secrets.lock().expect("secrets");
+        Ok(held.get(name).map(|(_, v)| v.clone()))
+    }
+    fn remove_secret(&self, name: &str) -> Result<(), PodmanError> {
+        self.calls
+            .lock()
+            .expect("calls")
+            .push(format!("secret remove {name}"));
+        self.secrets.lock().expect("secrets").remove(name);
+        Ok(())
     }
     fn containers_of(
         &self,
@@ -176,6 +223,33 @@ impl Registry for FakeRegistry {
                 image,
                 status: 404,
             })
+    }
+}
+
+/// quadlet, accepting every unit but those holding one of `rejected_keys`.
+#[derive(Default)]
+pub struct FakeQuadlet {
+    pub rejected_keys: Vec<String>,
+}
+
+impl Quadlet for FakeQuadlet {
+    fn check(
+        &self,
+        file_name: &str,
+        text: &str,
+        _dir: &std::path::Path,
+    ) -> Result<(), QuadletError> {
+        match self
+            .rejected_keys
+            .iter()
+            .find(|k| text.lines().any(|l| l.starts_with(&format!("{k}="))))
+        {
+            Some(k) => Err(QuadletError::Rejected {
+                unit: file_name.to_string(),
+                detail: format!("unsupported key '{k}' in group 'Container'"),
+            }),
+            None => Ok(()),
+        }
     }
 }
 

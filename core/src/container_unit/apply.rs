@@ -12,7 +12,6 @@ use crate::registry::Location;
 use crate::state::{RevisionRecord, StateDir, UnitHistory, atomic_write, remove_file};
 use crate::systemd::Job;
 use crate::time::now_rfc3339;
-use crate::unit::UnitFile;
 use std::time::Instant;
 
 /// How many journal lines a failure message carries.
@@ -103,7 +102,8 @@ fn newer_in_registry(host: &Host, image: &ImageRef) -> Result<Option<bool>, Unit
     Ok(Some(!known.contains(&remote)))
 }
 
-/// `localhost/refit-keep/NAME:previous`, with NAME reduced to what a repository allows.
+/// `localhost/refit-keep/NAME-HASH:previous`, with NAME reduced to what a repository allows
+/// and HASH of the full name, so `app` and `app@` (or `App`) never share one tag.
 fn keep_tag(t: &Target) -> String {
     let name: String = t
         .name
@@ -117,145 +117,264 @@ fn keep_tag(t: &Target) -> String {
             }
         })
         .collect();
-    format!("localhost/refit-keep/{}:previous", name.trim_matches('-'))
+    let hash = crate::unit::revision::short_hash(t.name.stem());
+    format!(
+        "localhost/refit-keep/{}-{hash}:previous",
+        name.trim_matches('-')
+    )
 }
 
 pub type Work = (Target, Observation, TargetPlan, Report);
 
-/// Applies every target in order. On a failure, the failed target is rolled back, and so is
-/// every target this run changed before it, newest first. Returns the failure message.
-pub fn apply_all(host: &Host, state: &StateDir, work: &mut [Work], s: &Settings) -> Option<String> {
-    let mut done: Vec<usize> = Vec::new();
-    for i in 0..work.len() {
-        let (t, obs, plan, report) = &mut work[i];
-        if !plan.changes() {
-            continue;
+/// What carries out a run's plans: the host, the state dir and the run's settings, so every
+/// step and the rollback share them instead of passing them along.
+pub struct Applier<'a> {
+    pub host: &'a Host<'a>,
+    pub state: &'a StateDir,
+    pub settings: &'a Settings,
+}
+
+/// Why a target's change did not go through.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// A service did not converge on the new revision.
+    #[error("{service}: revision {revision} with image {image} did not converge: {why}")]
+    NotConverged {
+        service: String,
+        revision: String,
+        image: String,
+        why: String,
+    },
+    /// A call to systemd, podman or the state dir failed on the way.
+    #[error("{unit}: {source}")]
+    Step {
+        unit: String,
+        #[source]
+        source: UnitError,
+    },
+}
+
+impl Applier<'_> {
+    /// Applies every target in order. On a failure, the failed target is rolled back, and so
+    /// is every target this run changed before it, newest first. Returns the failure message.
+    pub fn apply_all(&self, work: &mut [Work]) -> Option<String> {
+        let mut done: Vec<usize> = Vec::new();
+        for i in 0..work.len() {
+            let (t, obs, plan, report) = &mut work[i];
+            if !plan.changes() {
+                continue;
+            }
+            let Err(failure) = self.apply_target(t, obs, plan, report) else {
+                done.push(i);
+                continue;
+            };
+            let mut msg = failure;
+            if self.settings.rollback && !done.is_empty() {
+                msg.push_str("\nUnits this run had already changed are rolled back too:");
+                for &j in done.iter().rev() {
+                    let (t, obs, plan, report) = &mut work[j];
+                    let Some(d) = &t.desired else { continue };
+                    let failed = (d.revision.clone(), obs.image_id.clone());
+                    let started: Vec<String> =
+                        plan.starts.iter().map(|(svc, _)| svc.clone()).collect();
+                    let note = self.roll_back_noted(t, obs, &failed, &started, report);
+                    msg.push_str(&format!("\n- {}: {note}", t.name.file_name()));
+                }
+            }
+            return Some(msg);
         }
-        let Err(failure) = apply_target(host, state, t, obs, plan, s, report) else {
-            done.push(i);
-            continue;
+        None
+    }
+
+    /// Carries out one target's plan. Any failure once the host was touched (the file written,
+    /// a job queued, a service that did not converge) rolls the target back, when rollback is
+    /// on, before the message is returned.
+    fn apply_target(
+        &self,
+        t: &Target,
+        obs: &Observation,
+        plan: &TargetPlan,
+        report: &mut Report,
+    ) -> Result<(), String> {
+        let mut replaced: Vec<String> = Vec::new();
+        let result = self.change(t, obs, plan, report, &mut replaced);
+        let Err(e) = result else { return Ok(()) };
+        let service = match &e {
+            ApplyError::NotConverged { service, .. } => service.clone(),
+            ApplyError::Step { .. } => t.name.service(),
         };
-        let mut msg = failure;
-        if s.rollback && !done.is_empty() {
-            msg.push_str("\nUnits this run had already changed are rolled back too:");
-            for &j in done.iter().rev() {
-                let (t, obs, plan, report) = &mut work[j];
-                let started: Vec<String> = plan.starts.iter().map(|(svc, _)| svc.clone()).collect();
-                let note = match roll_back(host, state, t, obs, &started, s) {
-                    Ok(note) => {
-                        report.rolled_back = true;
-                        note
+        let journal = self.host.systemd.journal_tail(&service, JOURNAL_LINES);
+        let journal = if journal.trim().is_empty() {
+            String::new()
+        } else {
+            format!("\nJournal of {service}:\n{journal}")
+        };
+        let Some(d) = t.desired.as_ref().filter(|_| self.settings.rollback) else {
+            return Err(format!(
+                "{e}. rollback is off, so it was left as it is.{journal}"
+            ));
+        };
+        let failed = (d.revision.clone(), obs.image_id.clone());
+        // Only services this run queued a job for go back; a failure before any job leaves
+        // the target's services as they ran, but its file is still put back.
+        let lap = Instant::now();
+        let note = self.roll_back_noted(t, obs, &failed, &replaced, report);
+        report
+            .duration_ms
+            .insert("rollback", lap.elapsed().as_millis() as u64);
+        Err(format!("{e}. {note}{journal}"))
+    }
+
+    fn change(
+        &self,
+        t: &Target,
+        obs: &Observation,
+        plan: &TargetPlan,
+        report: &mut Report,
+        replaced: &mut Vec<String>,
+    ) -> Result<(), ApplyError> {
+        let step = |source: UnitError| ApplyError::Step {
+            unit: t.name.file_name(),
+            source,
+        };
+        let lap = Instant::now();
+        let mut history = obs.history.clone();
+        // Removing a unit stops its services first; otherwise the new file comes first.
+        if t.wanted == Wanted::Absent {
+            self.stop_all(&plan.stops).map_err(step)?;
+            self.apply_file(t, obs, plan, &mut history).map_err(step)?;
+        } else {
+            self.apply_file(t, obs, plan, &mut history).map_err(step)?;
+            self.stop_all(&plan.stops).map_err(step)?;
+        }
+        report
+            .duration_ms
+            .insert("apply", lap.elapsed().as_millis() as u64);
+        let Some(d) = &t.desired else { return Ok(()) };
+        if plan.starts.is_empty() {
+            return Ok(());
+        }
+        let lap = Instant::now();
+        for batch in plan.starts.chunks(self.settings.max_parallel) {
+            let mut begun = Vec::with_capacity(batch.len());
+            for (svc, job) in batch {
+                replaced.push(svc.clone());
+                begun.push((svc.clone(), self.begin(svc, *job).map_err(step)?));
+            }
+            for (svc, previous) in begun {
+                let waited = self.wait(&svc, d, obs.image_id.clone(), previous);
+                report
+                    .duration_ms
+                    .insert("converge", lap.elapsed().as_millis() as u64);
+                let c = waited.map_err(|why| ApplyError::NotConverged {
+                    service: svc.clone(),
+                    revision: short(&d.revision).to_string(),
+                    image: short(obs.image_id.as_deref().unwrap_or("?")).to_string(),
+                    why,
+                })?;
+                report.converged(&svc, &d.revision, &c);
+            }
+        }
+        report.restarted = true;
+        if t.wanted == Wanted::RolledBack
+            && let Some((rev, image)) = obs.running_pair()
+        {
+            history.forget(&rev, image.as_deref());
+        }
+        history.record(record(d, obs.image_id.clone()));
+        self.state
+            .save_unit_history(&t.name.file_name(), &history)
+            .map_err(|e| step(e.into()))
+    }
+
+    fn apply_file(
+        &self,
+        t: &Target,
+        obs: &Observation,
+        plan: &TargetPlan,
+        history: &mut UnitHistory,
+    ) -> Result<(), UnitError> {
+        for action in &plan.file {
+            match action {
+                Action::WriteUnit => {
+                    let Some(d) = &t.desired else { continue };
+                    if plan.reasons.contains(&Reason::Drift)
+                        && let (Some(text), Some(rev)) = (&obs.file_text, &obs.file_revision)
+                    {
+                        history.record_drift(RevisionRecord {
+                            revision: rev.clone(),
+                            text: text.clone(),
+                            image_ref: d.image.to_string(),
+                            image_id: None,
+                            recorded_at: now_rfc3339(),
+                        });
                     }
-                    Err(e) => format!("its rollback failed: {e}"),
-                };
-                msg.push_str(&format!("\n- {}: {note}", t.name.file_name()));
-            }
-        }
-        return Some(msg);
-    }
-    None
-}
-
-fn apply_target(
-    host: &Host,
-    state: &StateDir,
-    t: &Target,
-    obs: &Observation,
-    plan: &TargetPlan,
-    s: &Settings,
-    report: &mut Report,
-) -> Result<(), String> {
-    let lap = Instant::now();
-    let mut history = obs.history.clone();
-    let err = |e: UnitError| e.to_string();
-    // Removing a unit stops its services first; otherwise the new file comes first.
-    if t.wanted == Wanted::Absent {
-        stop_all(host, &plan.stops).map_err(err)?;
-        apply_file(host, state, t, obs, plan, &mut history).map_err(err)?;
-    } else {
-        apply_file(host, state, t, obs, plan, &mut history).map_err(err)?;
-        stop_all(host, &plan.stops).map_err(err)?;
-    }
-    report
-        .duration_ms
-        .insert("apply", lap.elapsed().as_millis() as u64);
-    let Some(d) = &t.desired else { return Ok(()) };
-    if plan.starts.is_empty() {
-        return Ok(());
-    }
-    let lap = Instant::now();
-    let mut replaced: Vec<String> = Vec::new();
-    for batch in plan.starts.chunks(s.max_parallel) {
-        let mut begun = Vec::with_capacity(batch.len());
-        for (svc, job) in batch {
-            begun.push((svc.clone(), begin(host, svc, *job).map_err(err)?));
-        }
-        for (svc, previous) in begun {
-            replaced.push(svc.clone());
-            match wait(host, &svc, d, obs.image_id.clone(), previous, s) {
-                Ok(c) => report.converged(&svc, &d.revision, &c),
-                Err(why) => {
-                    report
-                        .duration_ms
-                        .insert("converge", lap.elapsed().as_millis() as u64);
-                    return Err(fail(
-                        host, state, t, obs, &replaced, s, report, &svc, d, &why,
-                    ));
+                    // Written, not yet run: what a later rollback returns to stays the
+                    // revision that last converged.
+                    history.written = Some(d.revision.clone());
+                    self.state.save_unit_history(&t.name.file_name(), history)?;
+                    write_unit(t, &d.text())?;
                 }
-            }
-        }
-    }
-    report
-        .duration_ms
-        .insert("converge", lap.elapsed().as_millis() as u64);
-    report.restarted = true;
-    if t.wanted == Wanted::RolledBack {
-        history.revisions.retain(|r| r.revision != d.revision);
-    }
-    history.record(record(d, obs.image_id.clone()));
-    state
-        .save_unit_history(&t.name.file_name(), &history)
-        .map_err(|e| e.to_string())
-}
-
-fn apply_file(
-    host: &Host,
-    state: &StateDir,
-    t: &Target,
-    obs: &Observation,
-    plan: &TargetPlan,
-    history: &mut UnitHistory,
-) -> Result<(), UnitError> {
-    for action in &plan.file {
-        match action {
-            Action::WriteUnit => {
-                let Some(d) = &t.desired else { continue };
-                if plan.reasons.contains(&Reason::Drift)
-                    && let (Some(text), Some(rev)) = (&obs.file_text, &obs.file_revision)
-                {
-                    history.record_drift(RevisionRecord {
-                        revision: rev.clone(),
-                        text: text.clone(),
-                        image_ref: d.image.to_string(),
-                        image_id: None,
-                        recorded_at: now_rfc3339(),
-                    });
+                Action::RemoveUnit => {
+                    remove_file(&t.path)?;
                 }
-                write_unit(t, &d.text())?;
-                history.record(record(d, obs.image_id.clone()));
-                state.save_unit_history(&t.name.file_name(), history)?;
+                Action::DaemonReload => {
+                    link_instances(t, plan)?;
+                    self.host.systemd.daemon_reload()?;
+                }
+                Action::Stop | Action::Start | Action::Restart => {}
             }
-            Action::RemoveUnit => {
-                remove_file(&t.path)?;
-            }
-            Action::DaemonReload => {
-                link_instances(t, plan)?;
-                host.systemd.daemon_reload()?;
-            }
-            Action::Stop | Action::Start | Action::Restart => {}
         }
+        Ok(())
     }
-    Ok(())
+
+    fn stop_all(&self, services: &[String]) -> Result<(), UnitError> {
+        for svc in services {
+            self.host
+                .systemd
+                .run_job(Job::Stop, std::slice::from_ref(svc))?;
+        }
+        Ok(())
+    }
+
+    /// Queues a job and returns the invocation that ran before it: only a different one can
+    /// be the new revision.
+    pub(super) fn begin(&self, service: &str, job: Job) -> Result<String, UnitError> {
+        let units = [service.to_string()];
+        self.host.systemd.reset_failed(&units)?;
+        let previous = self
+            .host
+            .systemd
+            .show(&units)?
+            .first()
+            .map(|st| st.invocation_id().to_string())
+            .unwrap_or_default();
+        self.host.systemd.enqueue(job, &units)?;
+        Ok(previous)
+    }
+
+    pub(super) fn wait(
+        &self,
+        service: &str,
+        d: &Desired,
+        image_id: Option<String>,
+        previous: String,
+    ) -> Result<Converged, String> {
+        let exp = Expectation {
+            service: service.to_string(),
+            revision: d.revision.clone(),
+            image_id: image_id.unwrap_or_default(),
+            needs_health: d.needs_health,
+            previous_invocation: Some(previous).filter(|p| !p.is_empty()),
+            min_healthy: self.settings.min_healthy,
+            timeout: self.settings.timeout,
+        };
+        let h = self.host;
+        wait_converged(h.systemd, h.podman, h.clock, &exp).map_err(|e| match e {
+            crate::converge::WaitError::NotConverged { why, .. } => why,
+            other => other.to_string(),
+        })
+    }
 }
 
 /// Creates and removes the boot links of template instances, before the reload that reads them.
@@ -264,189 +383,21 @@ fn link_instances(t: &Target, plan: &TargetPlan) -> Result<(), UnitError> {
         remove_file(l)?;
     }
     for l in &plan.link {
-        if let Some(dir) = l.parent() {
-            std::fs::create_dir_all(dir).map_err(crate::state::io_err("create", dir))?;
-        }
+        super::links::ensure_link_dir(l)?;
         std::os::unix::fs::symlink(super::links::link_target(t), l)
             .map_err(crate::state::io_err("link", l))?;
     }
     Ok(())
 }
 
-fn stop_all(host: &Host, services: &[String]) -> Result<(), UnitError> {
-    for svc in services {
-        host.systemd.run_job(Job::Stop, std::slice::from_ref(svc))?;
-    }
-    Ok(())
-}
-
-/// Queues a job and returns the invocation that ran before it: only a different one can be
-/// the new revision.
-fn begin(host: &Host, service: &str, job: Job) -> Result<String, UnitError> {
-    let units = [service.to_string()];
-    host.systemd.reset_failed(&units)?;
-    let previous = host
-        .systemd
-        .show(&units)?
-        .first()
-        .map(|st| st.invocation_id().to_string())
-        .unwrap_or_default();
-    host.systemd.enqueue(job, &units)?;
-    Ok(previous)
-}
-
-fn wait(
-    host: &Host,
-    service: &str,
-    d: &Desired,
-    image_id: Option<String>,
-    previous: String,
-    s: &Settings,
-) -> Result<Converged, String> {
-    let exp = Expectation {
-        service: service.to_string(),
-        revision: d.revision.clone(),
-        image_id: image_id.unwrap_or_default(),
-        needs_health: d.needs_health,
-        previous_invocation: Some(previous).filter(|p| !p.is_empty()),
-        min_healthy: s.min_healthy,
-        timeout: s.timeout,
-    };
-    wait_converged(host.systemd, host.podman, host.clock, &exp).map_err(|e| match e {
-        crate::converge::WaitError::NotConverged { why, .. } => why,
-        other => other.to_string(),
-    })
-}
-
-/// The failure message of a service that did not converge, after rolling its target back.
-#[allow(clippy::too_many_arguments)]
-fn fail(
-    host: &Host,
-    state: &StateDir,
-    t: &Target,
-    obs: &Observation,
-    replaced: &[String],
-    s: &Settings,
-    report: &mut Report,
-    service: &str,
-    d: &Desired,
-    why: &str,
-) -> String {
-    let journal = host.systemd.journal_tail(service, JOURNAL_LINES);
-    let image = short(obs.image_id.as_deref().unwrap_or("?"));
-    let failed = format!(
-        "{service}: revision {} with image {image} did not converge: {why}",
-        short(&d.revision)
-    );
-    if !s.rollback {
-        return format!(
-            "{failed}. rollback is off, so it was left as it is.\nJournal of {service}:\n{journal}"
-        );
-    }
-    let lap = Instant::now();
-    let rolled = roll_back(host, state, t, obs, replaced, s);
-    report
-        .duration_ms
-        .insert("rollback", lap.elapsed().as_millis() as u64);
-    match rolled {
-        Ok(note) => {
-            report.rolled_back = true;
-            report.actions.push("rollback".into());
-            format!("{failed}. {note}\nJournal of {service}:\n{journal}")
-        }
-        Err(e) => {
-            format!("{failed}. The rollback failed too: {e}\nJournal of {service}:\n{journal}")
-        }
-    }
-}
-
-/// Restores the unit text and image that ran before, and brings the `replaced` services back
-/// to the state they were in. Services this run never touched are left as they are.
-fn roll_back(
-    host: &Host,
-    state: &StateDir,
-    t: &Target,
-    obs: &Observation,
-    replaced: &[String],
-    s: &Settings,
-) -> Result<String, String> {
-    let Some(failed) = &t.desired else {
-        return Ok("nothing to roll back".into());
-    };
-    let Some(prev_text) = &obs.file_text else {
-        stop_all(host, replaced).map_err(|e| e.to_string())?;
-        return Err(
-            "there was no earlier unit file to roll back to, so its services were stopped".into(),
-        );
-    };
-    let prev_unit = UnitFile::parse(prev_text).map_err(|e| e.to_string())?;
-    let prev_image = prev_unit
-        .value("Container", "Image")
-        .unwrap_or_default()
-        .to_string();
-    let prev = Desired::from_unit(
-        prev_unit,
-        ImageRef::parse(&prev_image).map_err(|e| e.to_string())?,
-    );
-    let mut history = state
-        .unit_history(&t.name.file_name())
-        .map_err(|e| e.to_string())?;
-    let prev_id = obs
-        .running_image_id()
-        .or_else(|| obs.history.current().and_then(|r| r.image_id.clone()));
-    if obs.file_revision.as_deref() != Some(failed.revision.as_str()) {
-        write_unit(t, &prev.text()).map_err(|e| e.to_string())?;
-    }
-    history.revisions.retain(|r| r.revision != failed.revision);
-    history.record(record(&prev, prev_id.clone()));
-    state
-        .save_unit_history(&t.name.file_name(), &history)
-        .map_err(|e| e.to_string())?;
-    if let Some(id) = &prev_id {
-        host.podman
-            .tag(id, &prev_image)
-            .map_err(|e| e.to_string())?;
-    }
-    host.systemd.daemon_reload().map_err(|e| e.to_string())?;
-    let image_id = match prev_id {
-        Some(id) => Some(id),
-        None => host
-            .podman
-            .image_id(&prev_image)
-            .map_err(|e| e.to_string())?,
-    };
-    let mut back = Vec::new();
-    for svc in replaced {
-        if obs.service(svc).is_some_and(|o| o.active) {
-            let previous = begin(host, svc, Job::Restart).map_err(|e| e.to_string())?;
-            wait(host, svc, &prev, image_id.clone(), previous, s).map_err(|why| {
-                format!("the previous revision of {svc} did not come back either: {why}")
-            })?;
-            back.push(svc.clone());
-        } else {
-            stop_all(host, std::slice::from_ref(svc)).map_err(|e| e.to_string())?;
-        }
-    }
-    let running = if back.is_empty() {
-        "nothing had run before, so it is stopped again".to_string()
-    } else {
-        format!("{} runs it again", back.join(", "))
-    };
-    Ok(format!(
-        "Rolled back to revision {} (image {}); {running}.",
-        short(&prev.revision),
-        short(image_id.as_deref().unwrap_or("?"))
-    ))
-}
-
-fn write_unit(t: &Target, text: &str) -> Result<(), crate::state::StateError> {
+pub(super) fn write_unit(t: &Target, text: &str) -> Result<(), crate::state::StateError> {
     if let Some(dir) = t.path.parent() {
         std::fs::create_dir_all(dir).map_err(crate::state::io_err("create", dir))?;
     }
     atomic_write(&t.path, text.as_bytes(), 0o644)
 }
 
-fn record(d: &Desired, image_id: Option<String>) -> RevisionRecord {
+pub(super) fn record(d: &Desired, image_id: Option<String>) -> RevisionRecord {
     RevisionRecord {
         revision: d.revision.clone(),
         text: d.text(),

@@ -10,12 +10,14 @@ mod checkpoint;
 mod links;
 mod observe;
 mod report;
+mod rollback;
+mod secrets;
 pub mod spec;
 mod target;
 
 use crate::ansible::{Invocation, Outcome};
 use crate::converge::WaitError;
-use crate::plan::Wanted;
+use crate::plan::{Action, Wanted};
 use crate::podman::PodmanError;
 use crate::state::{StateDir, StateError};
 use crate::systemd::SystemdError;
@@ -84,6 +86,23 @@ pub enum UnitError {
     BadInstance(String, String),
     #[error("{0} appears twice in `units`; give each unit once")]
     Duplicate(String),
+    #[error("instance {1:?} of {0} is listed twice in `instances`; give each instance once")]
+    DuplicateInstance(String, String),
+    #[error(
+        "install: {key}={value} is not a unit name (such as multi-user.target); boot links are made from it, so it must be one"
+    )]
+    BadInstall { key: &'static str, value: String },
+    #[error(
+        "{unit} needs the podman secret {secret}, which is gone; deploy the unit with its secret_env again instead of rolling back"
+    )]
+    SecretGone { unit: String, secret: String },
+    /// An error in one parameter (or one `units` entry), named by its path.
+    #[error("{at}: {source}")]
+    In {
+        at: String,
+        #[source]
+        source: Box<UnitError>,
+    },
     #[error("`units` entries need a name; entry {0} has none")]
     UnnamedUnit(usize),
     #[error(
@@ -120,6 +139,33 @@ pub enum UnitError {
     Registry(#[from] crate::registry::RegistryError),
     #[error(transparent)]
     Wait(#[from] WaitError),
+    #[error(transparent)]
+    Quadlet(#[from] crate::quadlet::QuadletError),
+}
+
+impl UnitError {
+    /// The same error, named as coming from the parameter (or entry) `at`.
+    pub fn within(self, at: &str) -> UnitError {
+        match self {
+            UnitError::In { at: inner, source } => UnitError::In {
+                at: format!("{at}.{inner}"),
+                source,
+            },
+            other => UnitError::In {
+                at: at.to_string(),
+                source: Box::new(other),
+            },
+        }
+    }
+}
+
+/// A render error, named by its parameter where the message does not say it already.
+fn render_error(e: RenderError) -> UnitError {
+    match e {
+        RenderError::Image(_) => UnitError::Render(e).within("image"),
+        RenderError::Parse(_) => UnitError::Render(e).within("content"),
+        other => UnitError::Render(other),
+    }
 }
 
 /// How a run goes, for every target of it.
@@ -134,8 +180,12 @@ pub struct Settings {
 pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitError> {
     let started = Instant::now();
     let batch = !p.units.is_empty();
-    let targets = target::targets(&p)?;
     let state = StateDir::new(&p.state_dir);
+    // Validated with the placeholder key first: bad input is refused before the state dir is
+    // touched, even to create the host key.
+    target::targets(&p, &secrets::SecretKey::placeholder())?;
+    let key = secrets::SecretKey::load(&state, !inv.check_mode)?;
+    let targets = target::targets(&p, &key)?;
     let _lock = if inv.check_mode {
         None
     } else {
@@ -180,6 +230,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
         }
         let observed_ms = lap.elapsed().as_millis() as u64;
         let lap = Instant::now();
+        secrets::ensure(host, &state, &t, inv.check_mode)?;
         let fetched = apply::fetch(host, &t, &mut obs, p.pull, inv.check_mode)?;
         let plan = target::plan_target(&t, &obs);
         let mut report = Report::new(&t, &obs, &plan, fetched);
@@ -188,6 +239,18 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
             .duration_ms
             .insert("fetch", lap.elapsed().as_millis() as u64);
         work.push((t, obs, plan, report));
+    }
+    // quadlet judges every unit to be written before the first one is: a unit it rejects
+    // would leave a service that no longer loads after the next daemon-reload.
+    for (t, _, plan, _) in &work {
+        if let Some(d) = t
+            .desired
+            .as_ref()
+            .filter(|_| plan.file.contains(&Action::WriteUnit))
+        {
+            let dir = t.path.parent().unwrap_or(&p.quadlet_dir);
+            host.quadlet.check(&t.name.file_name(), &d.text(), dir)?;
+        }
     }
     if let Some(name) = &p.checkpoint
         && !inv.check_mode
@@ -198,16 +261,24 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
 
     let mut failure = None;
     if !inv.check_mode {
-        failure = apply::apply_all(host, &state, &mut work, &settings);
+        let applier = apply::Applier {
+            host,
+            state: &state,
+            settings: &settings,
+        };
+        failure = applier.apply_all(&mut work);
         if failure.is_none()
             && let (Some(name), Some(_)) = (&p.checkpoint, &restore_from)
         {
             checkpoint::remove(&state, name)?;
         }
     }
+    let prune = !inv.check_mode && failure.is_none();
+    let former = secrets::after_run(host, &state, &key, &work, prune)?;
     let reports: Vec<Report> = work.into_iter().map(|(_, _, _, r)| r).collect();
     let total = started.elapsed().as_millis() as u64;
     let mut out = report::outcome(reports, batch, inv.check_mode, failure, total);
+    out.mask_also = former;
     if !unchanged_by_rollback.is_empty() {
         out.warnings.push(format!(
             "{} had no earlier revision recorded, and were left as they are",
@@ -227,10 +298,14 @@ fn names(targets: &[Target]) -> String {
 
 /// Runs the module against this host: systemctl, the podman socket and the system clock.
 pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, UnitError> {
+    // Every parameter is checked before the first podman or systemd call.
+    target::targets(&p, &secrets::SecretKey::placeholder())?;
     let podman = crate::podman::PodmanApi::connect(&p.podman_socket)?;
     let registry = crate::registry::HttpRegistry::from_host();
     run(p, inv, &Host::real(&podman, &registry))
 }
 
+#[cfg(test)]
+mod rollback_tests;
 #[cfg(test)]
 mod tests;

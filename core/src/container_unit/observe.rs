@@ -59,7 +59,7 @@ impl Observation {
     pub fn plan_input_file(&self) -> Observed {
         Observed {
             file_revision: self.file_revision.clone(),
-            recorded_revision: self.history.current().map(|r| r.revision.clone()),
+            recorded_revision: self.history.written_revision().map(str::to_string),
             image_id: self.image_id.clone(),
             newer_image: self.newer_image == Some(true),
             ..Observed::default()
@@ -71,6 +71,15 @@ impl Observation {
         self.services
             .iter()
             .find_map(|s| s.container.as_ref().map(|c| c.image_id.clone()))
+    }
+
+    /// The revision and image the target's first running container runs: what a rollback
+    /// goes back from.
+    pub fn running_pair(&self) -> Option<(String, Option<String>)> {
+        self.services.iter().find_map(|s| {
+            let c = s.container.as_ref()?;
+            Some((c.revision.clone()?, Some(c.image_id.clone())))
+        })
     }
 
     pub fn service(&self, name: &str) -> Option<&ServiceObs> {
@@ -181,7 +190,7 @@ pub fn observe(
     let running = |svc: &str| {
         containers
             .iter()
-            .find(|c| c.running && c.unit == svc)
+            .find(|c| c.running() && c.unit == svc)
             .cloned()
     };
     let observed = services
@@ -197,7 +206,7 @@ pub fn observe(
         .collect();
     let mut extras: Vec<String> = containers
         .iter()
-        .filter(|c| c.running && !services.contains(&c.unit))
+        .filter(|c| c.running() && !services.contains(&c.unit))
         .map(|c| c.unit.clone())
         .collect();
     extras.sort();

@@ -136,7 +136,7 @@ impl Report {
             unit: t.name.file_name(),
             service: t.name.service(),
             path: t.path.display().to_string(),
-            state: format!("{:?}", t.wanted).to_lowercase(),
+            state: t.wanted.as_str().to_string(),
             active: obs.services.iter().any(|s| s.active),
             revision: RevisionPair {
                 before: obs.file_revision.clone(),

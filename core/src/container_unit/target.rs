@@ -26,6 +26,8 @@ pub struct Target {
     pub after: Vec<String>,
     /// Where template instances' boot links go.
     pub systemd_dir: PathBuf,
+    /// The podman secrets `secret_env` asks for, created before anything is written.
+    pub secrets: Vec<super::secrets::UnitSecret>,
 }
 
 impl Target {
@@ -96,8 +98,9 @@ impl TargetPlan {
     }
 }
 
-/// Validates every unit of the run and orders them by dependency.
-pub fn targets(p: &Params) -> Result<Vec<Target>, UnitError> {
+/// Validates every unit of the run and orders them by dependency. `key` names the podman
+/// secrets of `secret_env`.
+pub fn targets(p: &Params, key: &super::secrets::SecretKey) -> Result<Vec<Target>, UnitError> {
     let entries: Vec<&UnitParams> = if p.units.is_empty() {
         vec![&p.unit]
     } else {
@@ -109,7 +112,13 @@ pub fn targets(p: &Params) -> Result<Vec<Target>, UnitError> {
     let mut out: Vec<Target> = Vec::with_capacity(entries.len());
     let mut seen = BTreeSet::new();
     for (i, u) in entries.iter().enumerate() {
-        let mut t = target(u, u.state.unwrap_or(p.state), &p.quadlet_dir, i)?;
+        let mut t = target(u, u.state.unwrap_or(p.state), &p.quadlet_dir, i, key).map_err(|e| {
+            if p.units.is_empty() {
+                e
+            } else {
+                e.within(&format!("units[{i}]"))
+            }
+        })?;
         t.systemd_dir = p.systemd_dir.clone();
         if !seen.insert(t.name.file_name()) {
             return Err(UnitError::Duplicate(t.name.file_name()));
@@ -157,9 +166,10 @@ fn target(
     wanted: Wanted,
     quadlet_dir: &std::path::Path,
     index: usize,
+    key: &super::secrets::SecretKey,
 ) -> Result<Target, UnitError> {
     let raw = u.name.as_deref().ok_or(UnitError::UnnamedUnit(index))?;
-    let name = UnitName::parse(raw)?;
+    let name = UnitName::parse(raw).map_err(|e| UnitError::from(e).within("name"))?;
     if name.is_template()
         && u.instances.is_empty()
         && !matches!(wanted, Wanted::Absent | Wanted::Stopped)
@@ -179,14 +189,30 @@ fn target(
             return Err(UnitError::BadInstance(name.file_name(), i.clone()));
         }
     }
+    if let Some(twice) = u
+        .instances
+        .iter()
+        .enumerate()
+        .find_map(|(n, i)| u.instances[..n].contains(i).then_some(i))
+    {
+        return Err(UnitError::DuplicateInstance(
+            name.file_name(),
+            twice.clone(),
+        ));
+    }
     let desired = match wanted {
         Wanted::Absent | Wanted::RolledBack => None,
         _ => {
-            let r = render(&u.options)?;
+            let r = render(&u.options, &|k, v| {
+                super::secrets::secret_name(key, &name, k, v)
+            })
+            .map_err(super::render_error)?;
+            super::links::check_install(&r.unit)?;
             Some(Desired::from_unit(r.unit, r.image))
         }
     };
     let after = after_of(&u.options, desired.as_ref().map(|d| &d.unit));
+    let secrets = super::secrets::of(key, &name, &u.options.secret_env);
     Ok(Target {
         path: quadlet_dir.join(name.file_name()),
         name,
@@ -196,6 +222,7 @@ fn target(
         canary: u.canary.map(|c| c as usize),
         after,
         systemd_dir: PathBuf::new(),
+        secrets,
     })
 }
 
@@ -216,16 +243,23 @@ fn after_of(o: &ContainerOptions, unit: Option<&UnitFile>) -> Vec<String> {
     after
 }
 
-/// For `rolled_back`, the desired unit is the previous recorded revision.
+/// For `rolled_back`, the desired unit is the newest revision that converged other than the
+/// one running now (or, with nothing running, other than the file on disk).
 pub fn resolve_rollback(t: &mut Target, obs: &mut Observation) -> Result<(), UnitError> {
     if t.wanted != Wanted::RolledBack {
         return Ok(());
     }
-    let prev = obs
-        .history
-        .previous()
-        .cloned()
-        .ok_or_else(|| UnitError::NoPrevious(t.name.file_name()))?;
+    let h = &obs.history;
+    let prev = match obs.running_pair() {
+        Some((rev, image)) => h.last_other_than(&rev, image.as_deref()),
+        None => h
+            .revisions
+            .iter()
+            .rev()
+            .find(|r| Some(&r.revision) != obs.file_revision.as_ref()),
+    }
+    .cloned()
+    .ok_or_else(|| UnitError::NoPrevious(t.name.file_name()))?;
     let unit = UnitFile::parse(&prev.text).map_err(RenderError::from)?;
     let image = ImageRef::parse(&prev.image_ref).map_err(RenderError::from)?;
     t.desired = Some(Desired::from_unit(unit, image));

@@ -2,6 +2,7 @@
 
 use super::FlowError;
 use crate::host::Host;
+use crate::podman::Health;
 use std::path::Path;
 
 /// Free MiB in the image store; an error when below `need`.
@@ -46,7 +47,7 @@ pub fn check_services(host: &Host, services: &[String]) -> Result<(), FlowError>
             ));
         } else if containers
             .iter()
-            .any(|c| c.unit == st.name && c.running && c.health.as_deref() == Some("unhealthy"))
+            .any(|c| c.unit == st.name && c.running() && c.health == Some(Health::Unhealthy))
         {
             bad.push(format!("{} is unhealthy", st.name));
         }

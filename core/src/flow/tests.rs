@@ -24,6 +24,7 @@ fn begin(dir: &std::path::Path, systemd: &FakeSystemd, podman: &FakePodman, extr
         podman,
         registry: &FakeRegistry::default(),
         clock: &clock,
+        quadlet: &crate::testing::FakeQuadlet::default(),
     };
     respond(&SPEC, &path, |p, inv| run(p, inv, &host))
 }

@@ -1,14 +1,19 @@
 //! `Podman` over the podman API socket, through bollard's Docker-compatible client.
 
 use super::oneoff::{Finished, OneOff};
-use super::{ContainerInfo, Podman, PodmanError, UNIT_LABEL, UnitSelection, bare_id};
-use bollard::Docker;
-use bollard::query_parameters::{
-    CreateImageOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
-    TagImageOptionsBuilder,
+use super::{
+    ContainerInfo, ContainerState, Health, Podman, PodmanError, UNIT_LABEL, UnitSelection, bare_id,
+    wire,
 };
+use bollard::Docker;
+use bollard::query_parameters::{CreateImageOptionsBuilder, TagImageOptionsBuilder};
 use futures_util::StreamExt;
+use serde::Deserialize;
 use std::collections::HashMap;
+use std::time::Duration;
+
+/// The compat API version refit's own reads ask for (podman serves 1.40 and later).
+const API_VERSION: &str = "v1.41";
 
 pub struct PodmanApi {
     docker: Docker,
@@ -164,6 +169,22 @@ impl Podman for PodmanApi {
         self.run_oneoff_impl(spec, timeout)
     }
 
+    fn secrets(&self) -> Result<Vec<super::SecretInfo>, PodmanError> {
+        super::secrets::list(&self.socket)
+    }
+
+    fn create_secret(&self, name: &str, unit: &str, value: &str) -> Result<(), PodmanError> {
+        super::secrets::create(&self.socket, name, unit, value)
+    }
+
+    fn secret_value(&self, name: &str) -> Result<Option<String>, PodmanError> {
+        super::secrets::reveal(&self.socket, name)
+    }
+
+    fn remove_secret(&self, name: &str) -> Result<(), PodmanError> {
+        super::secrets::remove(&self.socket, name)
+    }
+
     fn containers_of(
         &self,
         selection: &UnitSelection<'_>,
@@ -177,6 +198,43 @@ impl Podman for PodmanApi {
     }
 }
 
+/// Seconds a container list or inspect may take: observation must never hang a run.
+const OBSERVE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The fields of the compat container list refit reads; every one tolerant of podman's values.
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Listed {
+    id: String,
+    #[serde(rename = "ImageID", default)]
+    image_id: String,
+    #[serde(default)]
+    state: String,
+    #[serde(default)]
+    labels: Option<HashMap<String, String>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+struct Inspected {
+    #[serde(default)]
+    state: Option<InspectedState>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+struct InspectedState {
+    #[serde(default)]
+    health: Option<InspectedHealth>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+struct InspectedHealth {
+    #[serde(default)]
+    status: String,
+}
+
 impl PodmanApi {
     /// Containers matching the label filters whose unit label `keep` accepts, with health.
     fn list_unit_containers(
@@ -184,32 +242,34 @@ impl PodmanApi {
         labels: Vec<String>,
         keep: impl Fn(&str) -> bool,
     ) -> Result<Vec<ContainerInfo>, PodmanError> {
-        let filters: HashMap<String, Vec<String>> = HashMap::from([("label".to_string(), labels)]);
-        let opts = ListContainersOptionsBuilder::new()
-            .all(true)
-            .filters(&filters)
-            .build();
-        let list = self
-            .rt
-            .block_on(self.docker.list_containers(Some(opts)))
-            .map_err(Self::api_err("container list"))?;
+        let filters = serde_json::json!({ "label": labels }).to_string();
+        let path = format!(
+            "/{API_VERSION}/containers/json?all=true&filters={}",
+            wire::encode(&filters)
+        );
+        let list: Vec<Listed> =
+            wire::get_json(&self.socket, "container list", &path, OBSERVE_TIMEOUT)?
+                .unwrap_or_default();
         let mut out = Vec::with_capacity(list.len());
         for c in list {
             let labels = c.labels.unwrap_or_default();
             let Some(unit) = labels.get(UNIT_LABEL).filter(|u| keep(u)) else {
                 continue;
             };
-            let id = c.id.unwrap_or_default();
-            let running = c.state.is_some_and(|s| s.to_string() == "running");
+            let state = ContainerState::parse(&c.state);
             // Health lives only in the inspect result; ask only where it matters.
-            let health = if running { self.health(&id)? } else { None };
+            let health = if state.is_running() {
+                self.health(&c.id)?
+            } else {
+                None
+            };
             out.push(ContainerInfo {
-                image_id: bare_id(c.image_id.as_deref().unwrap_or_default()),
+                image_id: bare_id(&c.image_id),
                 revision: labels.get(crate::unit::REVISION_LABEL).cloned(),
                 unit: unit.clone(),
-                running,
+                state,
                 health,
-                id,
+                id: c.id,
             });
         }
         Ok(out)
@@ -223,22 +283,14 @@ impl PodmanApi {
         self.rt.block_on(f)
     }
 
-    fn health(&self, id: &str) -> Result<Option<String>, PodmanError> {
-        let inspect = match self.rt.block_on(
-            self.docker
-                .inspect_container(id, None::<InspectContainerOptions>),
-        ) {
-            Ok(i) => i,
-            // Gone between the list and the inspect: it is not running, so it has no health.
-            Err(e) if is_not_found(&e) => return Ok(None),
-            Err(e) => return Err(Self::api_err("container inspect")(e)),
-        };
-        let status = inspect
-            .state
+    fn health(&self, id: &str) -> Result<Option<Health>, PodmanError> {
+        let path = format!("/{API_VERSION}/containers/{}/json", wire::encode(id));
+        // Gone between the list and the inspect (None): it is not running, so it has no health.
+        let inspected: Option<Inspected> =
+            wire::get_json(&self.socket, "container inspect", &path, OBSERVE_TIMEOUT)?;
+        Ok(inspected
+            .and_then(|i| i.state)
             .and_then(|s| s.health)
-            .and_then(|h| h.status)
-            .map(|s| s.to_string())
-            .filter(|s| !s.is_empty() && s != "none");
-        Ok(status)
+            .and_then(|h| Health::parse(&h.status)))
     }
 }

@@ -4,10 +4,15 @@
 mod api;
 pub mod oneoff;
 pub mod reference;
+pub mod secrets;
+mod status;
+mod wire;
 
 pub use api::PodmanApi;
 pub use oneoff::{Finished, OneOff, OneOffResult};
 pub use reference::ImageRef;
+pub use secrets::SecretInfo;
+pub use status::{ContainerState, Health};
 
 /// The label quadlet puts on every container it starts: the unit that owns it.
 pub const UNIT_LABEL: &str = "PODMAN_SYSTEMD_UNIT";
@@ -39,9 +44,15 @@ pub struct ContainerInfo {
     pub revision: Option<String>,
     /// The unit quadlet started it for (`PODMAN_SYSTEMD_UNIT`).
     pub unit: String,
-    pub running: bool,
-    /// `healthy`, `unhealthy`, `starting`, or None when it has no health check.
-    pub health: Option<String>,
+    pub state: ContainerState,
+    /// None when it has no health check, or is not running.
+    pub health: Option<Health>,
+}
+
+impl ContainerInfo {
+    pub fn running(&self) -> bool {
+        self.state.is_running()
+    }
 }
 
 pub trait Podman: Sync {
@@ -69,6 +80,13 @@ pub trait Podman: Sync {
         &self,
         selection: &UnitSelection<'_>,
     ) -> Result<Vec<ContainerInfo>, PodmanError>;
+    /// Every podman secret, with the unit refit created it for.
+    fn secrets(&self) -> Result<Vec<SecretInfo>, PodmanError>;
+    /// Creates a secret holding `value` for `unit`; an existing name is left as it is.
+    fn create_secret(&self, name: &str, unit: &str, value: &str) -> Result<(), PodmanError>;
+    /// A secret's value, or None when it does not exist.
+    fn secret_value(&self, name: &str) -> Result<Option<String>, PodmanError>;
+    fn remove_secret(&self, name: &str) -> Result<(), PodmanError>;
     /// Every container quadlet started for these units.
     fn unit_containers(&self, units: &[String]) -> Result<Vec<ContainerInfo>, PodmanError> {
         self.containers_of(&UnitSelection {

@@ -1,0 +1,249 @@
+//! Rolling a target back after a failure: to the revision that last converged, text and image
+//! ID, as refit recorded it. Never to the file on disk, which `state: present`, a hand edit or
+//! an interrupted run may already have replaced with the revision that failed.
+//!
+//! A rollback that cannot bring the previous revision back says what runs now, what is on
+//! disk and how to put it back; it is never reported as done.
+
+use super::UnitError;
+use super::apply::{Applier, record, write_unit};
+use super::observe::Observation;
+use super::report::Report;
+use super::target::{Desired, Target};
+use crate::converge::short;
+use crate::podman::ImageRef;
+use crate::state::{RevisionRecord, read_optional, remove_file};
+use crate::systemd::Job;
+use crate::time::now_rfc3339;
+use crate::unit::{UnitFile, revision};
+
+/// A revision by its text hash and the image ID it ran.
+pub type Pair = (String, Option<String>);
+
+#[derive(Debug, thiserror::Error)]
+enum RollbackError {
+    #[error("refit has no earlier revision of {0} that ran, so there is nothing to go back to")]
+    NothingEarlier(String),
+    #[error("the image {image} (ID {id}) that revision {revision} ran is no longer on the host")]
+    ImageGone {
+        image: String,
+        id: String,
+        revision: String,
+    },
+    #[error("the recorded revision {revision} does not parse: {detail}")]
+    BadRecord { revision: String, detail: String },
+    #[error("the previous revision of {service} did not come back either: {why}")]
+    NotBack { service: String, why: String },
+    #[error(transparent)]
+    Host(#[from] UnitError),
+}
+
+impl Applier<'_> {
+    /// Rolls back, notes the outcome in the report, and returns the sentence for the message.
+    pub fn roll_back_noted(
+        &self,
+        t: &Target,
+        obs: &Observation,
+        failed: &Pair,
+        replaced: &[String],
+        report: &mut Report,
+    ) -> String {
+        match self.roll_back(t, obs, failed, replaced) {
+            Ok(note) => {
+                report.rolled_back = true;
+                report.actions.push("rollback".into());
+                note
+            }
+            Err(RollbackError::NothingEarlier(unit)) if obs.file_text.is_none() => {
+                // A first install that failed: put the host back as it was, without it.
+                let cleared = self.clear_first_install(t, replaced);
+                format!(
+                    "{}; {}",
+                    RollbackError::NothingEarlier(unit),
+                    match cleared {
+                        Ok(()) => "its new unit file was removed and its services stopped".into(),
+                        Err(e) => format!("removing its new unit file failed too: {e}"),
+                    }
+                )
+            }
+            Err(e) => format!(
+                "The rollback failed: {e}. {}",
+                self.how_it_stands(t, replaced)
+            ),
+        }
+    }
+
+    /// Restores the revision that ran before `failed`, and brings the `replaced` services back
+    /// to the state they were in. Services this run never touched are left as they are.
+    fn roll_back(
+        &self,
+        t: &Target,
+        obs: &Observation,
+        failed: &Pair,
+        replaced: &[String],
+    ) -> Result<String, RollbackError> {
+        let unit_file = t.name.file_name();
+        let mut history = self
+            .state
+            .unit_history(&unit_file)
+            .map_err(UnitError::from)?;
+        let back = history
+            .last_other_than(&failed.0, failed.1.as_deref())
+            .cloned()
+            .or_else(|| ran_from_disk(obs, failed))
+            .ok_or_else(|| RollbackError::NothingEarlier(unit_file.clone()))?;
+        let bad = |detail: String| RollbackError::BadRecord {
+            revision: short(&back.revision).to_string(),
+            detail,
+        };
+        let prev = Desired::from_unit(
+            UnitFile::parse(&back.text).map_err(|e| bad(e.to_string()))?,
+            ImageRef::parse(&back.image_ref).map_err(|e| bad(e.to_string()))?,
+        );
+        let podman = self.host.podman;
+        let image_id = match &back.image_id {
+            Some(id) => {
+                if podman.image_id(id).map_err(UnitError::from)?.is_none() {
+                    return Err(RollbackError::ImageGone {
+                        image: back.image_ref.clone(),
+                        id: short(id).to_string(),
+                        revision: short(&back.revision).to_string(),
+                    });
+                }
+                podman
+                    .tag(id, prev.image.as_str())
+                    .map_err(UnitError::from)?;
+                Some(id.clone())
+            }
+            None => podman
+                .image_id(prev.image.as_str())
+                .map_err(UnitError::from)?,
+        };
+        history.written = Some(prev.revision.clone());
+        self.state
+            .save_unit_history(&unit_file, &history)
+            .map_err(UnitError::from)?;
+        write_unit(t, &prev.text()).map_err(UnitError::from)?;
+        self.host.systemd.daemon_reload().map_err(UnitError::from)?;
+        let mut running = Vec::new();
+        for svc in replaced {
+            if obs.service(svc).is_some_and(|o| o.active) {
+                let before = self.begin(svc, Job::Restart)?;
+                self.wait(svc, &prev, image_id.clone(), before)
+                    .map_err(|why| RollbackError::NotBack {
+                        service: svc.clone(),
+                        why,
+                    })?;
+                running.push(svc.clone());
+            } else {
+                self.host
+                    .systemd
+                    .run_job(Job::Stop, std::slice::from_ref(svc))
+                    .map_err(UnitError::from)?;
+            }
+        }
+        history.forget(&failed.0, failed.1.as_deref());
+        if !running.is_empty() {
+            history.record(record(&prev, image_id.clone()));
+        }
+        self.state
+            .save_unit_history(&unit_file, &history)
+            .map_err(UnitError::from)?;
+        let runs = if replaced.is_empty() {
+            "its services were not touched".to_string()
+        } else if running.is_empty() {
+            "it had not run before, so it is stopped again".to_string()
+        } else {
+            format!("{} runs it again", running.join(", "))
+        };
+        Ok(format!(
+            "Rolled back to revision {} (image {}); {runs}.",
+            short(&prev.revision),
+            short(image_id.as_deref().unwrap_or("?"))
+        ))
+    }
+
+    /// A unit that did not exist before this run, and failed: its services stop and its file
+    /// goes, as before the run.
+    fn clear_first_install(&self, t: &Target, replaced: &[String]) -> Result<(), UnitError> {
+        for svc in replaced {
+            self.host
+                .systemd
+                .run_job(Job::Stop, std::slice::from_ref(svc))?;
+        }
+        remove_file(&t.path)?;
+        self.host.systemd.daemon_reload()?;
+        Ok(())
+    }
+
+    /// What runs now and what is on disk, and the commands that put the unit back, for a
+    /// rollback that did not go through.
+    fn how_it_stands(&self, t: &Target, replaced: &[String]) -> String {
+        let services = if replaced.is_empty() {
+            t.services()
+        } else {
+            replaced.to_vec()
+        };
+        let statuses = self.host.systemd.show(&services).unwrap_or_default();
+        let containers = self.host.podman.unit_containers(&services).ok();
+        let now: Vec<String> = statuses
+            .iter()
+            .map(|st| {
+                let running = containers.as_ref().and_then(|cs| {
+                    cs.iter()
+                        .find(|c| c.unit == st.name && c.running())
+                        .map(|c| {
+                            format!(
+                                ", running revision {} on image {}",
+                                short(c.revision.as_deref().unwrap_or("?")),
+                                short(&c.image_id)
+                            )
+                        })
+                });
+                format!(
+                    "{} is {}/{}{}",
+                    st.name,
+                    st.active_state(),
+                    st.get("SubState"),
+                    running.unwrap_or_else(|| ", with no running container".into())
+                )
+            })
+            .collect();
+        let on_disk = match read_optional(&t.path) {
+            Ok(Some(text)) => match UnitFile::parse(&text) {
+                Ok(u) => format!("revision {}", short(&revision(&u))),
+                Err(_) => "a file that does not parse".into(),
+            },
+            Ok(None) => "no file".into(),
+            Err(e) => format!("unreadable ({e})"),
+        };
+        format!(
+            "Now: {}; on disk at {}: {on_disk}. To put back the revision that last ran, once \
+             its cause is fixed: `refitctl rollback {}`, or container_unit with name={} and \
+             state=rolled_back; `refitctl status` shows the host.",
+            now.join("; "),
+            t.path.display(),
+            t.name.stem().trim_end_matches('@'),
+            t.name.stem()
+        )
+    }
+}
+
+/// For a unit refit has no converged record of: the file as it was before this run, if the
+/// running container shows that revision ran (a unit deployed before refit kept history).
+fn ran_from_disk(obs: &Observation, failed: &Pair) -> Option<RevisionRecord> {
+    let (text, rev) = (obs.file_text.as_ref()?, obs.file_revision.as_ref()?);
+    let (ran, image_id) = obs.running_pair()?;
+    if ran != *rev || *rev == failed.0 {
+        return None;
+    }
+    let unit = UnitFile::parse(text).ok()?;
+    let image_ref = unit.value("Container", "Image")?.to_string();
+    Some(RevisionRecord {
+        revision: rev.clone(),
+        text: text.clone(),
+        image_ref,
+        image_id,
+        recorded_at: now_rfc3339(),
+    })
+}

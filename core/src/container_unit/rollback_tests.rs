@@ -1,0 +1,225 @@
+//! Rollback on the simulated host: whatever is on disk when a revision fails, the revision
+//! that last converged comes back, text and image; and a rollback that cannot is never
+//! reported as done. Waits run on the fake clock, without sleeping.
+
+use super::spec::SPEC;
+use super::{Host, run};
+use crate::ansible::driver::respond;
+use crate::podman::Podman;
+use crate::testing::sim::SimHost;
+use crate::testing::{FakeClock, FakeQuadlet, FakeRegistry};
+use serde_json::{Value, json};
+
+const IMAGE: &str = "127.0.0.1:5000/rb:1";
+
+struct Bed {
+    dir: tempfile::TempDir,
+    sim: SimHost,
+}
+
+impl Bed {
+    fn new() -> Bed {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sim = SimHost::new(dir.path().join("quadlet"));
+        sim.add_image(IMAGE, "img-a");
+        Bed { dir, sim }
+    }
+
+    fn run(&self, args: Value) -> Value {
+        let mut args = args;
+        let root = self.dir.path();
+        args["quadlet_dir"] = json!(root.join("quadlet"));
+        args["state_dir"] = json!(root.join("state"));
+        args["name"] = json!("rb");
+        args["image"] = json!(IMAGE);
+        args["pull"] = json!("missing");
+        args["min_healthy_time"] = json!(1000);
+        args["timeout"] = json!(30);
+        let path = root.join("args.json");
+        std::fs::write(&path, args.to_string()).expect("write args");
+        let (clock, registry, quadlet) = (
+            FakeClock::default(),
+            FakeRegistry::default(),
+            FakeQuadlet::default(),
+        );
+        let host = Host {
+            systemd: &self.sim,
+            podman: &self.sim,
+            registry: &registry,
+            clock: &clock,
+            quadlet: &quadlet,
+        };
+        respond(&SPEC, &path, |p, inv| run(p, inv, &host))
+    }
+
+    fn revision_of(&self, env: &str) -> String {
+        let out =
+            self.run(json!({"env": {"V": env}, "state": "started", "_ansible_check_mode": true}));
+        out["revision"]["after"]
+            .as_str()
+            .expect("revision")
+            .to_string()
+    }
+
+    fn unit_text(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("quadlet/rb.container")).unwrap_or_default()
+    }
+
+    /// A running, converged: its revision.
+    fn with_a_running(&self) -> String {
+        let out = self.run(json!({"env": {"V": "a"}, "state": "started"}));
+        assert_eq!(out["failed"], json!(false), "{out}");
+        self.sim.running("rb.service").expect("A runs").0
+    }
+}
+
+fn assert_back_on_a(bed: &Bed, out: &Value, a: &str) {
+    assert_eq!(out["failed"], json!(true), "{out}");
+    assert_eq!(out["rolled_back"], json!(true), "{out}");
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains(&format!(
+            "Rolled back to revision {} (image img-a)",
+            &a[..12]
+        )),
+        "{msg}"
+    );
+    assert!(!msg.contains("unknown variant"), "{msg}");
+    assert_eq!(
+        bed.sim.running("rb.service"),
+        Some((a.to_string(), "img-a".to_string())),
+        "A's revision and image run again"
+    );
+    assert!(
+        bed.unit_text().contains("V=a"),
+        "A's text is back:\n{}",
+        bed.unit_text()
+    );
+}
+
+#[test]
+fn r22_a_unit_written_by_present_rolls_back_to_what_last_ran() {
+    let bed = Bed::new();
+    let a = bed.with_a_running();
+    let b = bed.revision_of("b");
+    bed.sim.crash(&b);
+    let written = bed.run(json!({"env": {"V": "b"}, "state": "present"}));
+    assert_eq!(written["changed"], json!(true), "{written}");
+    assert!(bed.unit_text().contains("V=b"));
+    let out = bed.run(json!({"env": {"V": "b"}, "state": "started"}));
+    assert_back_on_a(&bed, &out, &a);
+    // The failed revision is not what a later rollback would return to.
+    let again = bed.run(json!({"env": {"V": "a"}, "state": "started"}));
+    assert_eq!(again["changed"], json!(false), "{again}");
+}
+
+#[test]
+fn r22_a_crash_looping_revision_started_directly_rolls_back() {
+    let bed = Bed::new();
+    let a = bed.with_a_running();
+    let b = bed.revision_of("b");
+    bed.sim.crash(&b);
+    let out = bed.run(json!({"env": {"V": "b"}, "state": "started"}));
+    assert_back_on_a(&bed, &out, &a);
+}
+
+#[test]
+fn r22_an_image_only_update_that_fails_goes_back_to_the_old_image() {
+    let bed = Bed::new();
+    let a = bed.with_a_running();
+    // A new image under the same tag that crashes: the same text on img-b fails, and img-a
+    // must come back under the tag.
+    bed.sim.add_image(IMAGE, "img-b");
+    bed.sim.crash("img-b");
+    let out = bed.run(json!({"env": {"V": "a"}, "state": "started"}));
+    assert_back_on_a(&bed, &out, &a);
+    assert_eq!(
+        bed.sim.image_id(IMAGE).expect("image"),
+        Some("img-a".into()),
+        "the tag points at the old image again"
+    );
+}
+
+#[test]
+fn r22_a_rollback_that_cannot_converge_says_how_it_stands() {
+    let bed = Bed::new();
+    let a = bed.with_a_running();
+    let b = bed.revision_of("b");
+    bed.sim.crash(&b);
+    bed.sim.crash(&a);
+    let out = bed.run(json!({"env": {"V": "b"}, "state": "started"}));
+    assert_eq!(out["failed"], json!(true), "{out}");
+    assert_eq!(out["rolled_back"], json!(false), "{out}");
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("The rollback failed"), "{msg}");
+    assert!(msg.contains("did not come back either"), "{msg}");
+    assert!(
+        msg.contains("Now: rb.service is activating/auto-restart"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(&format!(
+            "on disk at {}",
+            bed.dir.path().join("quadlet/rb.container").display()
+        )),
+        "{msg}"
+    );
+    assert!(msg.contains("refitctl rollback rb"), "{msg}");
+}
+
+#[test]
+fn r22_a_rollback_whose_image_is_gone_is_not_reported_as_done() {
+    let bed = Bed::new();
+    bed.with_a_running();
+    let b = bed.revision_of("b");
+    bed.sim.crash(&b);
+    bed.run(json!({"env": {"V": "b"}, "state": "present"}));
+    bed.sim.remove_image("img-a");
+    bed.sim.add_image(IMAGE, "img-b");
+    let out = bed.run(json!({"env": {"V": "b"}, "state": "started"}));
+    assert_eq!(out["failed"], json!(true), "{out}");
+    assert_eq!(out["rolled_back"], json!(false), "{out}");
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("is no longer on the host"), "{msg}");
+    assert!(msg.contains("on disk at"), "{msg}");
+}
+
+#[test]
+fn r22_a_first_install_that_fails_leaves_no_unit_behind() {
+    let bed = Bed::new();
+    let b = bed.revision_of("b");
+    bed.sim.crash(&b);
+    let out = bed.run(json!({"env": {"V": "b"}, "state": "started"}));
+    assert_eq!(out["failed"], json!(true), "{out}");
+    assert_eq!(out["rolled_back"], json!(false), "{out}");
+    assert!(
+        bed.unit_text().is_empty(),
+        "the new unit was left:\n{}",
+        bed.unit_text()
+    );
+    assert_eq!(bed.sim.active_state("rb.service"), "inactive");
+}
+
+#[test]
+fn r22_a_state_and_a_health_refit_never_saw_do_not_break_observation() {
+    let mut bed = Bed::new();
+    bed.sim.odd_state = Some("hibernating".into());
+    let out = bed.run(json!({"env": {"V": "a"}, "state": "started", "timeout": 2}));
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert_eq!(out["failed"], json!(true), "{out}");
+    assert!(msg.contains("no running container"), "{msg}");
+    assert!(!msg.contains("unknown variant"), "{msg}");
+
+    let mut bed = Bed::new();
+    bed.sim.health = Some("degraded".into());
+    let out = bed.run(json!({
+        "env": {"V": "a"}, "state": "started", "timeout": 2,
+        "health_cmd": "true",
+    }));
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert_eq!(out["failed"], json!(true), "{out}");
+    assert!(
+        msg.contains("\"degraded\" (a health status refit does not know)"),
+        "{msg}"
+    );
+}

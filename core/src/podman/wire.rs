@@ -1,0 +1,194 @@
+//! A bounded HTTP/1.1 GET over the podman socket, decoded into refit's own tolerant types.
+//!
+//! bollard's Docker types are strict enums: podman's `stopped` state or a health status they
+//! do not list fails the whole answer ("unknown variant stopped"), which once broke every
+//! observation of a crash-looping unit, rollback included. The reads that observation rests
+//! on (container list and inspect) come through here instead; bollard keeps the calls whose
+//! answers it carries well (pull, tag, images, one-off containers).
+
+use super::PodmanError;
+use serde::de::DeserializeOwned;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+
+/// The most an answer may hold: a container list of thousands is far below it.
+const MAX_BODY: usize = 64 << 20;
+
+/// GETs `path` (with its query) from the API at `socket` and decodes the JSON body; the whole
+/// exchange is bounded by `timeout`. A 404 is `Ok(None)`.
+pub fn get_json<T: DeserializeOwned>(
+    socket: &str,
+    call: &str,
+    path: &str,
+    timeout: Duration,
+) -> Result<Option<T>, PodmanError> {
+    let err = |detail: String| PodmanError::Api {
+        call: call.to_string(),
+        detail,
+    };
+    let raw = exchange(socket, path, timeout).map_err(|e| match e {
+        Exchange::Connect(detail) => PodmanError::Unreachable {
+            socket: socket.to_string(),
+            detail,
+        },
+        Exchange::Io(detail) => err(detail),
+    })?;
+    let (status, body) = parse_response(&raw).map_err(err)?;
+    match status {
+        200..=299 => serde_json::from_slice(&body)
+            .map(Some)
+            .map_err(|e| err(format!("podman's answer does not parse: {e}"))),
+        404 => Ok(None),
+        _ => Err(err(format!(
+            "HTTP {status}: {}",
+            String::from_utf8_lossy(&body).trim()
+        ))),
+    }
+}
+
+enum Exchange {
+    Connect(String),
+    Io(String),
+}
+
+fn exchange(socket: &str, path: &str, timeout: Duration) -> Result<Vec<u8>, Exchange> {
+    let deadline = Instant::now() + timeout;
+    let mut s = UnixStream::connect(socket).map_err(|e| Exchange::Connect(e.to_string()))?;
+    let io = |e: std::io::Error| Exchange::Io(e.to_string());
+    s.set_write_timeout(Some(timeout)).map_err(io)?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n");
+    s.write_all(request.as_bytes()).map_err(io)?;
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Exchange::Io(format!(
+                "no complete answer within {} s",
+                timeout.as_secs()
+            )));
+        }
+        s.set_read_timeout(Some(left)).map_err(io)?;
+        match s.read(&mut buf) {
+            Ok(0) => return Ok(raw),
+            Ok(n) => {
+                raw.extend_from_slice(&buf[..n]);
+                if raw.len() > MAX_BODY {
+                    return Err(Exchange::Io(format!(
+                        "the answer is larger than {MAX_BODY} bytes"
+                    )));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io(e)),
+        }
+    }
+}
+
+/// The status code and the body (de-chunked) of a whole HTTP/1.1 response.
+fn parse_response(raw: &[u8]) -> Result<(u16, Vec<u8>), String> {
+    let end = find(raw, b"\r\n\r\n").ok_or("the answer has no end of headers")?;
+    let head = String::from_utf8_lossy(&raw[..end]);
+    let body = &raw[end + 4..];
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse::<u16>().ok())
+        .ok_or_else(|| format!("not an HTTP status line: {head:?}"))?;
+    let chunked = lines.any(|l| {
+        l.split_once(':').is_some_and(|(k, v)| {
+            k.trim().eq_ignore_ascii_case("transfer-encoding")
+                && v.to_ascii_lowercase().contains("chunked")
+        })
+    });
+    let body = if chunked {
+        dechunk(body)?
+    } else {
+        body.to_vec()
+    };
+    Ok((status, body))
+}
+
+fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    loop {
+        let eol = find(rest, b"\r\n").ok_or("a chunk size line has no end")?;
+        let size_text = String::from_utf8_lossy(&rest[..eol]);
+        let size_hex = size_text.split(';').next().unwrap_or("").trim();
+        let size = usize::from_str_radix(size_hex, 16)
+            .map_err(|_| format!("bad chunk size {size_hex:?}"))?;
+        rest = &rest[eol + 2..];
+        if size == 0 {
+            return Ok(out);
+        }
+        if rest.len() < size {
+            return Err("the answer ended inside a chunk".into());
+        }
+        out.extend_from_slice(&rest[..size]);
+        rest = rest.get(size + 2..).ok_or("a chunk has no end")?;
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Percent-encodes a query value (RFC 3986 unreserved characters stay as they are).
+pub fn encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plain_response_gives_status_and_body() {
+        let raw = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n[1,2]";
+        assert_eq!(parse_response(raw), Ok((200, b"[1,2]".to_vec())));
+    }
+
+    #[test]
+    fn a_chunked_response_is_joined() {
+        let raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n[1,\r\n2;x=y\r\n2]\r\n0\r\n\r\n";
+        assert_eq!(parse_response(raw), Ok((200, b"[1,2]".to_vec())));
+    }
+
+    #[test]
+    fn a_torn_response_is_an_error() {
+        let raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nff\r\n[1,";
+        assert!(parse_response(raw).is_err());
+        assert!(parse_response(b"HTTP/1.1 200 OK\r\n").is_err());
+    }
+
+    #[test]
+    fn query_values_are_percent_encoded() {
+        assert_eq!(
+            encode(r#"{"label":["A=b"]}"#),
+            "%7B%22label%22%3A%5B%22A%3Db%22%5D%7D"
+        );
+    }
+
+    #[test]
+    fn an_absent_socket_is_unreachable() {
+        let e = get_json::<serde_json::Value>(
+            "/nonexistent/podman.sock",
+            "container list",
+            "/_ping",
+            Duration::from_secs(1),
+        )
+        .expect_err("no socket there");
+        assert!(matches!(e, PodmanError::Unreachable { .. }), "{e}");
+    }
+}

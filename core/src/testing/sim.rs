@@ -1,0 +1,271 @@
+//! A simulated host for unit tests: systemd jobs change what `show` and the container list
+//! report, the way quadlet and podman would. A started service runs the revision and image its
+//! unit file on disk names; a revision marked crashing exits at once and systemd schedules a
+//! restart, its container caught in podman's `stopped` state, as on a real host. Faults are
+//! injected by name: a crashing revision, an image that is gone, a container state or health
+//! status refit has never seen. Time is a `FakeClock`, so waits take no real time.
+
+use crate::podman::{
+    ContainerInfo, ContainerState, Finished, Health, OneOff, Podman, PodmanError, UnitSelection,
+};
+use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
+use crate::unit::{REVISION_LABEL, UnitFile};
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Default)]
+struct Service {
+    active: &'static str,
+    sub: &'static str,
+    invocation: u64,
+    restarts: u64,
+    container: Option<ContainerInfo>,
+}
+
+#[derive(Default)]
+pub struct SimHost {
+    pub quadlet_dir: PathBuf,
+    /// Local images: reference or ID to image ID.
+    images: Mutex<HashMap<String, String>>,
+    /// What a pull of a reference brings.
+    pub registry: HashMap<String, String>,
+    /// Revisions and image IDs whose containers exit at once.
+    crashing: Mutex<HashSet<String>>,
+    /// A state a running container reports instead of `running` (a state refit never saw).
+    pub odd_state: Option<String>,
+    /// A health status every container reports.
+    pub health: Option<String>,
+    services: Mutex<HashMap<String, Service>>,
+    next: Mutex<u64>,
+    pub calls: Mutex<Vec<String>>,
+}
+
+impl SimHost {
+    pub fn new(quadlet_dir: PathBuf) -> Self {
+        SimHost {
+            quadlet_dir,
+            ..SimHost::default()
+        }
+    }
+
+    pub fn add_image(&self, reference: &str, id: &str) {
+        let mut images = self.images.lock().expect("images");
+        images.insert(reference.to_string(), id.to_string());
+        images.insert(id.to_string(), id.to_string());
+    }
+
+    /// From now on, a container of `revision`, or of the image with this ID, exits as soon as
+    /// it starts.
+    pub fn crash(&self, revision: &str) {
+        self.crashing
+            .lock()
+            .expect("crashing")
+            .insert(revision.to_string());
+    }
+
+    pub fn remove_image(&self, id: &str) {
+        self.images.lock().expect("images").retain(|_, v| v != id);
+    }
+
+    /// The revision and image the service's running container has, if it runs.
+    pub fn running(&self, service: &str) -> Option<(String, String)> {
+        let services = self.services.lock().expect("services");
+        let c = services.get(service)?.container.as_ref()?;
+        c.running()
+            .then(|| (c.revision.clone().unwrap_or_default(), c.image_id.clone()))
+    }
+
+    pub fn active_state(&self, service: &str) -> String {
+        let services = self.services.lock().expect("services");
+        services
+            .get(service)
+            .map_or("inactive", |s| s.active)
+            .to_string()
+    }
+
+    fn note(&self, call: String) {
+        self.calls.lock().expect("calls").push(call);
+    }
+
+    /// What a start of `service` does: runs the revision and image its unit file names.
+    fn start(&self, service: &str) {
+        let stem = service.trim_end_matches(".service");
+        let text = std::fs::read_to_string(self.quadlet_dir.join(format!("{stem}.container")))
+            .unwrap_or_default();
+        let unit = UnitFile::parse(&text).unwrap_or_default();
+        let revision = unit.values("Container", "Label").find_map(|l| {
+            l.strip_prefix(&format!("{REVISION_LABEL}="))
+                .map(str::to_string)
+        });
+        let image = unit.value("Container", "Image").unwrap_or_default();
+        let image_id = self.images.lock().expect("images").get(image).cloned();
+        let crashes = {
+            let crashing = self.crashing.lock().expect("crashing");
+            revision.as_ref().is_some_and(|r| crashing.contains(r))
+                || image_id.as_ref().is_some_and(|i| crashing.contains(i))
+        };
+        let invocation = {
+            let mut n = self.next.lock().expect("next");
+            *n += 1;
+            *n
+        };
+        let mut services = self.services.lock().expect("services");
+        let s = services.entry(service.to_string()).or_default();
+        s.invocation = invocation;
+        let state = match (&self.odd_state, crashes) {
+            (_, true) => ContainerState::parse("stopped"),
+            (Some(odd), false) => ContainerState::parse(odd),
+            (None, false) => ContainerState::Running,
+        };
+        if crashes || image_id.is_none() {
+            s.active = "activating";
+            s.sub = "auto-restart";
+            s.restarts += 1;
+        } else {
+            s.active = "active";
+            s.sub = "running";
+        }
+        s.container = Some(ContainerInfo {
+            id: format!("c{invocation}"),
+            image_id: image_id.unwrap_or_default(),
+            revision,
+            unit: service.to_string(),
+            health: self.health.as_deref().and_then(Health::parse),
+            state,
+        });
+    }
+}
+
+impl Systemd for SimHost {
+    fn show(&self, units: &[String]) -> Result<Vec<UnitStatus>, SystemdError> {
+        let services = self.services.lock().expect("services");
+        Ok(units
+            .iter()
+            .map(|u| {
+                let s = services.get(u).cloned().unwrap_or_default();
+                let invocation = if s.invocation == 0 {
+                    String::new()
+                } else {
+                    format!("inv-{}", s.invocation)
+                };
+                let props = [
+                    ("LoadState", "loaded".to_string()),
+                    (
+                        "ActiveState",
+                        (if s.active.is_empty() {
+                            "inactive"
+                        } else {
+                            s.active
+                        })
+                        .into(),
+                    ),
+                    (
+                        "SubState",
+                        (if s.sub.is_empty() { "dead" } else { s.sub }).into(),
+                    ),
+                    ("NRestarts", s.restarts.to_string()),
+                    ("InvocationID", invocation),
+                ];
+                UnitStatus {
+                    name: u.clone(),
+                    props: props.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+                }
+            })
+            .collect())
+    }
+    fn daemon_reload(&self) -> Result<(), SystemdError> {
+        self.note("daemon-reload".into());
+        Ok(())
+    }
+    fn enqueue(&self, job: Job, units: &[String]) -> Result<(), SystemdError> {
+        for u in units {
+            self.note(format!("{} {u}", job.verb()));
+            match job {
+                Job::Start | Job::Restart => self.start(u),
+                Job::Stop => {
+                    let mut services = self.services.lock().expect("services");
+                    let s = services.entry(u.clone()).or_default();
+                    s.active = "inactive";
+                    s.sub = "dead";
+                    s.container = None;
+                }
+            }
+        }
+        Ok(())
+    }
+    fn run_job(&self, job: Job, units: &[String]) -> Result<(), SystemdError> {
+        self.enqueue(job, units)
+    }
+    fn reset_failed(&self, _units: &[String]) -> Result<(), SystemdError> {
+        Ok(())
+    }
+    fn journal_tail(&self, unit: &str, _lines: usize) -> String {
+        format!("{unit}: simulated journal")
+    }
+}
+
+impl Podman for SimHost {
+    fn ping(&self) -> Result<(), PodmanError> {
+        Ok(())
+    }
+    fn image_id(&self, image: &str) -> Result<Option<String>, PodmanError> {
+        Ok(self.images.lock().expect("images").get(image).cloned())
+    }
+    fn repo_digests(&self, _image: &str) -> Result<Vec<String>, PodmanError> {
+        Ok(Vec::new())
+    }
+    fn pull(&self, image: &str) -> Result<String, PodmanError> {
+        self.note(format!("pull {image}"));
+        let id = self
+            .registry
+            .get(image)
+            .cloned()
+            .ok_or_else(|| PodmanError::Pull {
+                image: image.to_string(),
+                detail: "not in the simulated registry".into(),
+            })?;
+        self.add_image(image, &id);
+        Ok(id)
+    }
+    fn load_archive(&self, _path: &std::path::Path) -> Result<Vec<String>, PodmanError> {
+        Ok(Vec::new())
+    }
+    fn tag(&self, image_id: &str, target: &str) -> Result<(), PodmanError> {
+        self.note(format!("tag {image_id} {target}"));
+        self.add_image(target, image_id);
+        Ok(())
+    }
+    fn run_oneoff(&self, _spec: &OneOff, _timeout: Duration) -> Result<Finished, PodmanError> {
+        Err(PodmanError::Api {
+            call: "run".into(),
+            detail: "the simulated host runs no one-off containers".into(),
+        })
+    }
+    fn secrets(&self) -> Result<Vec<crate::podman::SecretInfo>, PodmanError> {
+        Ok(Vec::new())
+    }
+    fn create_secret(&self, name: &str, _unit: &str, _value: &str) -> Result<(), PodmanError> {
+        self.note(format!("secret create {name}"));
+        Ok(())
+    }
+    fn secret_value(&self, _name: &str) -> Result<Option<String>, PodmanError> {
+        Ok(None)
+    }
+    fn remove_secret(&self, name: &str) -> Result<(), PodmanError> {
+        self.note(format!("secret remove {name}"));
+        Ok(())
+    }
+    fn containers_of(
+        &self,
+        selection: &UnitSelection<'_>,
+    ) -> Result<Vec<ContainerInfo>, PodmanError> {
+        let services = self.services.lock().expect("services");
+        Ok(services
+            .values()
+            .filter_map(|s| s.container.clone())
+            .filter(|c| selection.matches(&c.unit))
+            .collect())
+    }
+}
