@@ -3,7 +3,7 @@
 //! It guarantees Ansible's contract: exactly one JSON object on stdout, logs on stderr, and a
 //! `{"failed": true}` object even when the module errs or panics.
 
-use super::mask::{mask, masked_args, secrets};
+use super::mask::{mask, masked_args, secrets, with_escaped_forms};
 use super::result::{Outcome, failure_json};
 use super::spec::ModuleSpec;
 use super::validate::validate;
@@ -141,9 +141,14 @@ where
     }
     let params = match validate(spec, &raw) {
         Ok(p) => p,
-        Err(e) => return failure_json(&e.to_string()),
+        Err(e) => {
+            // The parameters did not validate, so mask whatever their no_log keys hold.
+            let mut json = failure_json(&e.to_string());
+            mask(&mut json, &with_escaped_forms(secrets(spec.options, &raw)));
+            return json;
+        }
     };
-    let secrets = secrets(spec.options, &params);
+    let mut secrets = secrets(spec.options, &params);
     let module_args = masked_args(spec.options, &params);
     let typed: P = match serde_json::from_value(Value::Object(params)) {
         Ok(p) => p,
@@ -158,7 +163,10 @@ where
         body(typed, &inv)
     }));
     let mut json = match outcome {
-        Ok(Ok(o)) => o.into_json(inv.diff, module_args),
+        Ok(Ok(mut o)) => {
+            secrets.append(&mut o.mask_also);
+            o.into_json(inv.diff, module_args)
+        }
         Ok(Err(e)) => Outcome::default()
             .failed(e.to_string())
             .into_json(false, module_args),
@@ -174,7 +182,7 @@ where
             ))
         }
     };
-    mask(&mut json, &secrets);
+    mask(&mut json, &with_escaped_forms(secrets));
     json
 }
 

@@ -26,6 +26,27 @@ pub fn secrets(options: &[OptionSpec], params: &Map<String, Value>) -> Vec<Strin
             }
         }
     }
+    finish(out)
+}
+
+/// The forms a secret takes once written into a unit or a quoted word: `\` and `"` escaped,
+/// and `%` doubled as systemd's specifiers need. Each is masked like the value itself.
+pub fn with_escaped_forms(values: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for v in values {
+        let quoted = v.replace('\\', "\\\\").replace('"', "\\\"");
+        for form in [quoted.replace('%', "%%"), quoted, v.replace('%', "%%")] {
+            if form != v {
+                out.push(form);
+            }
+        }
+        out.push(v);
+    }
+    finish(out)
+}
+
+/// Longest first, so a secret holding another is masked whole.
+fn finish(mut out: Vec<String>) -> Vec<String> {
     // Masking "" or a single character would shred the whole result.
     out.retain(|s| s.len() > 1);
     out.sort_by_key(|s| std::cmp::Reverse(s.len()));
@@ -100,6 +121,17 @@ mod tests {
         assert_eq!(
             v,
             json!({"a": MASKED_VALUE, "diff": {"after": "Environment=PW=********\n"}, "n": 3})
+        );
+    }
+
+    #[test]
+    fn escaped_forms_are_masked_too() {
+        let secrets = with_escaped_forms([r#"a"b\c%d"#.to_string()]);
+        let mut v = json!({"diff": {"before": r#"Environment="PW=a\"b\\c%%d""#}});
+        mask(&mut v, &secrets);
+        assert_eq!(
+            v,
+            json!({"diff": {"before": r#"Environment="PW=********""#}})
         );
     }
 }

@@ -21,6 +21,9 @@ pub struct Outcome {
     pub data: Map<String, Value>,
     pub diff: Vec<Diff>,
     pub warnings: Vec<String>,
+    /// Secrets the module found beyond its parameters (a value a unit held before, known to
+    /// refit only by its hash): masked in the result like the `no_log` parameters.
+    pub mask_also: Vec<String>,
 }
 
 impl Outcome {

@@ -33,7 +33,7 @@ pub enum ParamError {
         choices: String,
         got: String,
     },
-    #[error("parameters are mutually exclusive: {0}")]
+    #[error("parameters are mutually exclusive: {0}; give only one of them")]
     MutuallyExclusive(String),
     #[error("one of the following is required: {0}")]
     RequiredOneOf(String),
@@ -56,7 +56,45 @@ pub fn validate(
 ) -> Result<Map<String, Value>, ParamError> {
     let params = validate_options(spec.name, spec.options, args, "")?;
     check_constraints(spec, &params)?;
+    check_suboption_exclusions(spec, &params)?;
     Ok(params)
+}
+
+/// `mutually_exclusive` groups whose options are all suboptions of a list hold inside each
+/// entry too: a `units` entry with both `content` and `image` is refused like the top level.
+fn check_suboption_exclusions(
+    spec: &ModuleSpec,
+    params: &Map<String, Value>,
+) -> Result<(), ParamError> {
+    for o in spec.options.iter().filter(|o| !o.suboptions.is_empty()) {
+        let groups: Vec<&&[&str]> = spec
+            .mutually_exclusive
+            .iter()
+            .filter(|g| g.iter().all(|k| find_option(o.suboptions, k).is_some()))
+            .collect();
+        for (i, entry) in params
+            .get(o.name)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let Some(entry) = entry.as_object() else {
+                continue;
+            };
+            for group in &groups {
+                let given: Vec<String> = group
+                    .iter()
+                    .filter(|k| given_in(o.suboptions, entry, k))
+                    .map(|k| format!("{}[{i}].{k}", o.name))
+                    .collect();
+                if given.len() > 1 {
+                    return Err(ParamError::MutuallyExclusive(given.join("|")));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn validate_options(
@@ -159,7 +197,12 @@ fn coerce(name: &str, o: &OptionSpec, v: &Value) -> Result<Value, ParamError> {
         name: name.to_string(),
         found: type_name(v),
         wanted,
-        detail,
+        // A secret's value must not reach the message, masked or not.
+        detail: if o.no_log {
+            format!("the value is not shown, as {name} is a no_log option")
+        } else {
+            detail
+        },
     };
     let coerced = match o.kind {
         Kind::Raw => v.clone(),
@@ -195,7 +238,11 @@ fn coerce(name: &str, o: &OptionSpec, v: &Value) -> Result<Value, ParamError> {
                     name: format!("{name}[{i}]"),
                     found: type_name(item),
                     wanted,
-                    detail: format!("{item} is not a valid {wanted}"),
+                    detail: if o.no_log {
+                        format!("the value is not shown, as {name} is a no_log option")
+                    } else {
+                        format!("{item} is not a valid {wanted}")
+                    },
                 };
                 out.push(match elem {
                     Elem::Str => Value::String(coerce_str(item).ok_or_else(|| elem_err("str"))?),
@@ -310,10 +357,22 @@ fn check_constraints(spec: &ModuleSpec, params: &Map<String, Value>) -> Result<(
 }
 
 /// A parameter counts as given for `mutually_exclusive` only when it has no default, or the
-/// user's value is not simply the default filled in.
+/// user's value is not simply the default filled in. An empty list or dict is not given.
 fn given_explicitly(spec: &ModuleSpec, params: &Map<String, Value>, k: &str) -> bool {
-    match (params.get(k), spec.option(k)) {
-        (Some(v), Some(o)) => !v.is_null() && o.default.to_value().as_ref() != Some(v),
+    given_in(spec.options, params, k)
+}
+
+fn given_in(options: &[OptionSpec], params: &Map<String, Value>, k: &str) -> bool {
+    match (params.get(k), find_option(options, k)) {
+        (Some(v), Some(o)) => {
+            let empty = match v {
+                Value::Null => true,
+                Value::Array(a) => a.is_empty(),
+                Value::Object(m) => m.is_empty(),
+                _ => false,
+            };
+            !empty && o.default.to_value().as_ref() != Some(v)
+        }
         _ => false,
     }
 }

@@ -28,7 +28,7 @@ pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
     OptionSpec::new(
         "secret_env",
         Kind::Dict,
-        "Environment variables whose values are secret: written like `env`, masked in every result and diff.",
+        "Environment variables whose values are secret. Each value is held in a podman secret (created through the API, named after a keyed hash of the value) and the unit says `Secret=NAME,type=env,target=KEY`, so no value is written into the unit, the generated service or `systemctl show`; a new value is a new revision. Values are masked in every result and diff.",
     )
     .no_log(),
     OptionSpec::new("secrets", Kind::List(Elem::Str), "podman secrets, `Secret=`."),
@@ -137,6 +137,11 @@ pub static SPEC: ModuleSpec = ModuleSpec {
         &["content", "service"],
         &["content", "install"],
         &["content", "container"],
+        &["content", "secrets"],
+        &["content", "ports"],
+        &["content", "labels"],
+        &["content", "health_cmd"],
+        &["content", "health_interval"],
     ],
     required_one_of: &[&["name", "units"]],
     required_if: &[],

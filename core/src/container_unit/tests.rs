@@ -3,7 +3,7 @@
 use super::spec::SPEC;
 use super::{Host, run};
 use crate::ansible::driver::respond;
-use crate::podman::ContainerInfo;
+use crate::podman::{ContainerInfo, ContainerState};
 use crate::testing::{FakeClock, FakePodman, FakeRegistry, FakeSystemd};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -34,7 +34,7 @@ impl Bed {
             image_id: "old-id".into(),
             revision: Some("old-rev".into()),
             unit: "hello.service".into(),
-            running: true,
+            state: ContainerState::Running,
             health: None,
         });
         Bed {
@@ -79,6 +79,7 @@ impl Bed {
             podman: &self.podman,
             registry: &self.registry,
             clock: &self.clock,
+            quadlet: &crate::testing::FakeQuadlet::default(),
         };
         respond(&SPEC, &path, |p, inv| run(p, inv, &host))
     }
@@ -138,9 +139,148 @@ fn secrets_are_masked_in_the_result_and_the_diff() {
     assert!(
         out["diff"]["after"]
             .as_str()
-            .is_some_and(|d| d.contains("Environment=DB_PASSWORD=********")),
+            .is_some_and(|d| d.contains(",type=env,target=DB_PASSWORD")),
         "{out}"
     );
+}
+
+/// Issue 14: a secret is a podman secret, created before the unit is written; no file refit
+/// writes holds the value, and a rotated value is a new revision whose old secret stays for
+/// a rollback.
+#[test]
+fn secret_env_becomes_a_podman_secret_and_rotates_by_revision() {
+    let bed = Bed::running_old();
+    let deploy = |value: &str| {
+        bed.respond(json!({
+            "name": "hello", "image": "svc:1", "state": "present",
+            "secret_env": {"DB_PASSWORD": value}, "_ansible_diff": true,
+        }))
+    };
+    let first = deploy("hunter22");
+    assert_eq!(first["failed"], json!(false), "{first}");
+    let held = bed.podman.secrets.lock().expect("secrets").clone();
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert!(
+        held.values()
+            .all(|(unit, v)| unit == "hello.container" && v == "hunter22")
+    );
+    let calls = bed.podman.calls.lock().expect("calls").clone();
+    assert!(
+        calls[0].starts_with("secret create refit-hello-db_password-"),
+        "{calls:?}"
+    );
+    // The first revision converged: its secret must outlive a rotation, for a rollback.
+    let state = crate::state::StateDir::new(bed.dir.path().join("state"));
+    let ran = crate::state::RevisionRecord {
+        revision: first["revision"]["after"]
+            .as_str()
+            .unwrap_or_default()
+            .into(),
+        text: bed.unit_text(),
+        image_ref: "svc:1".into(),
+        image_id: Some("new-id".into()),
+        recorded_at: String::new(),
+    };
+    let mut history = crate::state::UnitHistory::default();
+    history.revisions.push(ran);
+    state
+        .save_unit_history("hello.container", &history)
+        .expect("history");
+    let second = deploy("hunter23");
+    assert_ne!(first["revision"]["after"], second["revision"]["after"]);
+    assert_eq!(bed.podman.secrets.lock().expect("secrets").len(), 2);
+    // Once no recorded revision, checkpoint or file names a secret, it goes.
+    state
+        .save_unit_history("hello.container", &crate::state::UnitHistory::default())
+        .expect("history");
+    deploy("hunter24");
+    let held = bed.podman.secrets.lock().expect("secrets").clone();
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert!(held.values().all(|(_, v)| v == "hunter24"), "{held:?}");
+    let mut written = bed.unit_text();
+    for f in walk(&bed.dir.path().join("state")) {
+        written.push_str(&std::fs::read_to_string(f).unwrap_or_default());
+    }
+    for value in ["hunter22", "hunter23"] {
+        assert!(!written.contains(value), "{value} was written: {written}");
+        assert!(!second.to_string().contains(value), "{second}");
+    }
+}
+
+/// Issue 14: a value an older refit wrote into the unit as `Environment=` is masked in the
+/// diff's "before" side, escaped forms and all.
+#[test]
+fn a_former_secret_in_the_file_on_disk_is_masked() {
+    let bed = Bed::running_old();
+    std::fs::write(
+        bed.dir.path().join("quadlet/hello.container"),
+        "[Container]\nImage=svc:1\nEnvironment=\"DB_PASSWORD=old \\\"pw\\\"\"\n",
+    )
+    .expect("write");
+    let out = bed.respond(json!({
+        "name": "hello", "image": "svc:1", "secret_env": {"DB_PASSWORD": "new-pw"},
+        "_ansible_check_mode": true, "_ansible_diff": true,
+    }));
+    let before = out["diff"]["before"].as_str().unwrap_or_default();
+    assert!(before.contains("DB_PASSWORD=********"), "{out}");
+    assert!(!out.to_string().contains("pw\\\\"), "{out}");
+}
+
+/// Issue 14: bad input is refused, naming the parameter, before podman or systemd is asked.
+#[test]
+fn bad_input_names_its_parameter_and_touches_nothing() {
+    let bed = Bed::running_old();
+    for (args, needle) in [
+        (
+            json!({"name": "hello", "image": "svc:1", "exec": "sleep 1 "}),
+            "exec begins or ends with white space",
+        ),
+        (
+            json!({"units": [{"name": "a", "image": "svc:1"}, {"name": "b", "content": "[Container]\nImage=svc:1\n", "image": "svc:1"}]}),
+            "units[1].content|units[1].image",
+        ),
+        (
+            json!({"name": "w@", "image": "svc:1", "instances": ["1", "1"]}),
+            "listed twice",
+        ),
+        (
+            json!({"name": "w@", "image": "svc:1", "instances": ["1"], "install": ["WantedBy=../../etc"]}),
+            "is not a unit name",
+        ),
+        (
+            json!({"name": "a", "content": "[Container]\nImage=svc:1\n", "ports": ["80:80"]}),
+            "content|ports",
+        ),
+        (
+            json!({"units": [{"name": "ok", "image": "svc:1"}, {"name": "../x", "image": "svc:1"}]}),
+            "units[1].name: unit name",
+        ),
+        (
+            json!({"name": "a", "image": "svc:1", "secret_env": ["hunter22"]}),
+            "secret_env is a no_log option",
+        ),
+    ] {
+        let out = bed.respond(args.clone());
+        assert_eq!(out["failed"], json!(true), "{args}: {out}");
+        let msg = out["msg"].as_str().unwrap_or_default();
+        assert!(msg.contains(needle), "{args}: {msg}");
+        assert!(!out.to_string().contains("hunter22"), "{out}");
+    }
+    assert!(bed.podman.calls.lock().expect("calls").is_empty());
+    assert!(bed.systemd.calls.lock().expect("calls").is_empty());
+    assert!(!bed.dir.path().join("state").exists());
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.path().is_dir() {
+            out.extend(walk(&e.path()));
+        } else {
+            out.push(e.path());
+        }
+    }
+    out
 }
 
 #[test]

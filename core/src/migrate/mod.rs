@@ -27,6 +27,8 @@ pub struct Migration {
     pub volumes: Vec<String>,
     #[serde(default)]
     pub env: Map<String, Value>,
+    #[serde(default)]
+    pub secret_env: Map<String, Value>,
     pub network: Option<String>,
     #[serde(default)]
     pub command: Vec<String>,
@@ -77,6 +79,75 @@ pub enum MigrateError {
     Stop(#[from] crate::stop_services::StopError),
     #[error("stop_first needs `unit`: with only an image there is no service to stop")]
     StopNeedsUnit,
+    #[error(
+        "{origin}: the podman secret {secret} its unit needs is gone; deploy the unit again (container_unit with its secret_env) first"
+    )]
+    SecretGone { origin: String, secret: String },
+    /// An error in one parameter (or one `migrations` entry), named by its path.
+    #[error("{at}: {inner}")]
+    In {
+        at: String,
+        inner: Box<MigrateError>,
+    },
+}
+
+impl MigrateError {
+    fn within(self, at: &str) -> MigrateError {
+        match self {
+            MigrateError::In {
+                at: inner_at,
+                inner,
+            } => MigrateError::In {
+                at: format!("{at}.{inner_at}"),
+                inner,
+            },
+            other => MigrateError::In {
+                at: at.to_string(),
+                inner: Box::new(other),
+            },
+        }
+    }
+}
+
+/// Checks every parameter of every migration, before the host is touched.
+pub fn validate(p: &Params) -> Result<(), MigrateError> {
+    let list = if p.migrations.is_empty() {
+        std::slice::from_ref(&p.one)
+    } else {
+        &p.migrations[..]
+    };
+    for (i, m) in list.iter().enumerate() {
+        validate_one(m, p.stop_first).map_err(|e| {
+            if p.migrations.is_empty() {
+                e
+            } else {
+                e.within(&format!("migrations[{i}]"))
+            }
+        })?;
+    }
+    Ok(())
+}
+
+fn validate_one(m: &Migration, stop_first: bool) -> Result<(), MigrateError> {
+    check_words("command", &m.command)?;
+    if let Some(c) = &m.check_command {
+        check_words("check_command", c)?;
+    }
+    if stop_first && m.unit.is_none() {
+        return Err(MigrateError::StopNeedsUnit);
+    }
+    match (&m.unit, &m.image) {
+        (Some(u), _) => {
+            crate::unit::name::validate_systemd_unit(u)
+                .map_err(|e| MigrateError::from(e).within("unit"))?;
+        }
+        (None, Some(image)) => {
+            crate::podman::ImageRef::parse(image)
+                .map_err(|e| MigrateError::Source(e.into()).within("image"))?;
+        }
+        (None, None) => return Err(MigrateError::Source(source::SourceError::NoSource)),
+    }
+    Ok(())
 }
 
 /// The record of a migration that ran (or was found not pending) for one image.
@@ -125,15 +196,18 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, MigrateE
     } else {
         vec![p.one.clone()]
     };
+    validate(&p)?;
     let state = StateDir::new(&p.state_dir);
     let _lock = if inv.check_mode {
         None
     } else {
         Some(state.lock("run_migrations")?)
     };
+    // The values of the units' secrets, once read for a run: masked like parameters.
+    let mut revealed = Vec::new();
     let mut done = Vec::with_capacity(list.len());
     for m in &list {
-        let d = run_one(m, &p, inv, host, &state)?;
+        let d = run_one(m, &p, inv, host, &state, &mut revealed)?;
         let failed = d.failed;
         done.push(d);
         if failed {
@@ -163,6 +237,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, MigrateE
     if let Some(f) = failed {
         out = out.failed(f);
     }
+    out.mask_also = revealed;
     Ok(out)
 }
 
@@ -172,15 +247,9 @@ fn run_one(
     inv: &Invocation,
     host: &Host,
     state: &StateDir,
+    revealed: &mut Vec<String>,
 ) -> Result<Done, MigrateError> {
     let t0 = Instant::now();
-    check_words("command", &m.command)?;
-    if let Some(c) = &m.check_command {
-        check_words("check_command", c)?;
-    }
-    if p.stop_first && m.unit.is_none() {
-        return Err(MigrateError::StopNeedsUnit);
-    }
     let coming = m
         .unit
         .as_deref()
@@ -243,6 +312,18 @@ fn run_one(
             ),
         };
         return finish(report, true, msg, false);
+    }
+    // The unit's secrets reach the one-off container as env, read only now that it runs.
+    for (secret, var) in &oneoff.secrets {
+        let value = host
+            .podman
+            .secret_value(secret)?
+            .ok_or_else(|| MigrateError::SecretGone {
+                origin: oneoff.source.clone(),
+                secret: secret.clone(),
+            })?;
+        oneoff.spec.env.push(format!("{var}={value}"));
+        revealed.push(value);
     }
     let timeout = Duration::from_secs(p.timeout);
     let stamp = |outcome: &str| Stamp {
@@ -371,7 +452,105 @@ fn short(id: &str) -> &str {
 
 /// Runs the module against this host.
 pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, MigrateError> {
+    // Every parameter is checked before the first podman call.
+    validate(&p)?;
     let podman = crate::podman::PodmanApi::connect(&p.podman_socket)?;
     let registry = crate::registry::HttpRegistry::from_host();
     run(p, inv, &Host::real(&podman, &registry))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{FakeClock, FakePodman, FakeRegistry, FakeSystemd};
+    use serde_json::json;
+
+    /// Issue 14: the unit's env secrets reach the one-off container, read from podman when it
+    /// runs, and their values are masked in the result, output tail included.
+    #[test]
+    fn a_units_secrets_reach_the_migration_and_stay_masked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let q = dir.path().join("quadlet");
+        std::fs::create_dir_all(&q).expect("mkdir");
+        std::fs::write(
+            q.join("app.container"),
+            "[Container]\nImage=svc:1\nSecret=refit-app-pw-1,type=env,target=PW\n",
+        )
+        .expect("write");
+        let mut podman = FakePodman {
+            oneoff_prints_env: true,
+            ..FakePodman::default()
+        };
+        podman.images.insert("svc:1".into(), "img-1".into());
+        podman.secrets.lock().expect("secrets").insert(
+            "refit-app-pw-1".into(),
+            ("app.container".into(), "hunter22".into()),
+        );
+        let args = dir.path().join("args.json");
+        let run_with = |extra: serde_json::Value| {
+            let mut a = json!({
+                "unit": "app", "command": ["migrate"],
+                "quadlet_dir": q, "state_dir": dir.path().join("state"),
+            });
+            for (k, v) in extra.as_object().expect("object") {
+                a[k] = v.clone();
+            }
+            std::fs::write(&args, a.to_string()).expect("args");
+            let (systemd, registry, clock) = (
+                FakeSystemd::default(),
+                FakeRegistry::default(),
+                FakeClock::default(),
+            );
+            let host = Host {
+                systemd: &systemd,
+                podman: &podman,
+                registry: &registry,
+                clock: &clock,
+                quadlet: &crate::testing::FakeQuadlet::default(),
+            };
+            crate::ansible::driver::respond(&spec::SPEC, &args, |p, inv| run(p, inv, &host))
+        };
+        let out = run_with(json!({"secret_env": {"TOKEN": "tok-secret"}}));
+        assert_eq!(out["ran"], json!(true), "{out}");
+        let env = podman.oneoffs.lock().expect("oneoffs")[0].env.clone();
+        assert!(env.contains(&"PW=hunter22".to_string()), "{env:?}");
+        assert!(env.contains(&"TOKEN=tok-secret".to_string()), "{env:?}");
+        let text = out.to_string();
+        assert!(
+            !text.contains("hunter22") && !text.contains("tok-secret"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn bad_input_is_refused_by_parameter_before_podman_is_asked() {
+        let p = |v: serde_json::Value| -> Params {
+            let mut base = json!({
+                "stop_first": false, "stop_record": "default", "timeout": 1,
+                "quadlet_dir": "/q", "state_dir": "/s", "podman_socket": "/nonexistent",
+            });
+            for (k, x) in v.as_object().expect("object") {
+                base[k] = x.clone();
+            }
+            serde_json::from_value(base).expect("params")
+        };
+        let cases = [
+            (
+                json!({"unit": "app", "command": []}),
+                "command is an empty list",
+            ),
+            (
+                json!({"migrations": [{"unit": "app", "command": ["m"]}, {"unit": "../x", "command": ["m"]}]}),
+                "migrations[1].unit: unit name",
+            ),
+            (
+                json!({"image": "Not A/Ref::", "command": ["m"]}),
+                "image: image reference",
+            ),
+        ];
+        for (args, needle) in cases {
+            let err = run_on_host(p(args.clone()), &Invocation::default()).expect_err("refused");
+            assert!(err.to_string().contains(needle), "{args}: {err}");
+        }
+    }
 }

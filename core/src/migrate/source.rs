@@ -22,15 +22,17 @@ pub enum SourceError {
     #[error("a migration needs `unit` or `image`")]
     NoSource,
     #[error(
-        "{0} uses podman secrets (Secret=), which run_migrations cannot pass to a one-off container yet; pass what the migration needs with `env` (secret values are masked) or run it with `image`"
+        "{path}: `Secret={entry}` is mounted as a file, which run_migrations cannot give a one-off container; make it `type=env`, or pass what the migration needs with `secret_env`"
     )]
-    Secrets(PathBuf),
+    MountedSecret { path: PathBuf, entry: String },
 }
 
 /// A one-off container, and the name of what it was derived from (for stamps and messages).
 pub struct Source {
     pub source: String,
     pub spec: OneOff,
+    /// The unit's env secrets: (podman secret, variable), read from podman just before a run.
+    pub secrets: Vec<(String, String)>,
 }
 
 /// `image`, when given, replaces the unit's `Image=`: the image the unit is about to run.
@@ -40,6 +42,7 @@ pub fn oneoff(
     image: Option<&str>,
 ) -> Result<Source, SourceError> {
     let mut spec = OneOff::default();
+    let mut secrets = Vec::new();
     let source = match (&p.unit, &p.image) {
         (Some(unit), _) => {
             let name = UnitName::parse(unit)?;
@@ -60,8 +63,11 @@ pub fn oneoff(
                 path: path.clone(),
                 detail: e.to_string(),
             })?;
-            if u.values("Container", "Secret").next().is_some() {
-                return Err(SourceError::Secrets(path));
+            for entry in u.values("Container", "Secret") {
+                secrets.push(env_secret(entry).ok_or_else(|| SourceError::MountedSecret {
+                    path: path.clone(),
+                    entry: entry.to_string(),
+                })?);
             }
             spec.image = u
                 .value("Container", "Image")
@@ -93,12 +99,33 @@ pub fn oneoff(
         (None, None) => return Err(SourceError::NoSource),
     };
     ImageRef::parse(&spec.image)?;
-    for (k, v) in &p.env {
+    for (k, v) in p.env.iter().chain(&p.secret_env) {
         let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
         spec.env.push(format!("{k}={v}"));
     }
     spec.labels = HashMap::from([("io.refit.migration".to_string(), source.clone())]);
-    Ok(Source { source, spec })
+    Ok(Source {
+        source,
+        spec,
+        secrets,
+    })
+}
+
+/// `NAME,type=env,target=VAR` as (NAME, VAR); None for a secret mounted as a file, podman's
+/// default type. The variable defaults to the secret's name, as podman has it.
+fn env_secret(entry: &str) -> Option<(String, String)> {
+    let mut parts = entry.split(',');
+    let name = parts.next()?.trim().to_string();
+    let mut is_env = false;
+    let mut target = name.clone();
+    for opt in parts {
+        match opt.trim().split_once('=') {
+            Some(("type", "env")) => is_env = true,
+            Some(("target", t)) => target = t.to_string(),
+            _ => {}
+        }
+    }
+    is_env.then_some((name, target))
 }
 
 /// Quadlet names the podman volume of `data.volume` `systemd-data`.

@@ -3,7 +3,7 @@
 use crate::ansible::spec::join;
 use crate::ansible::{Default, Elem, Kind, ModuleSpec, OptionSpec};
 
-const ONE: usize = 7;
+const ONE: usize = 8;
 const RUN: usize = 8;
 
 /// One migration: at the top level, or an entry of `migrations`.
@@ -11,7 +11,7 @@ pub const MIGRATION_OPTIONS: [OptionSpec; ONE] = [
     OptionSpec::new(
         "unit",
         Kind::Str,
-        "The service whose image, volumes, env and network the migration container borrows, read from its quadlet file.",
+        "The service whose image, volumes, env, env secrets and network the migration container borrows, read from its quadlet file.",
     ),
     OptionSpec::new(
         "image",
@@ -33,6 +33,12 @@ pub const MIGRATION_OPTIONS: [OptionSpec; ONE] = [
         Kind::Str,
         "With `image`: the network, for example `host` or `none`.",
     ),
+    OptionSpec::new(
+        "secret_env",
+        Kind::Dict,
+        "Environment variables whose values are secret, added to the unit's: masked in every result, never written to a file. A unit's own `Secret=…,type=env` entries are passed too.",
+    )
+    .no_log(),
     OptionSpec::new(
         "command",
         Kind::List(Elem::Str),

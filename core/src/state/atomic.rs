@@ -2,11 +2,16 @@
 //! killed at any instant leaves the old file or the new one, never a torn one.
 
 use super::{StateError, io_err};
+use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::path::Path;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// How many temp names a write tries before it gives up: each try meets only something a
+/// concurrent writer (or an attacker) put at that name.
+const TMP_TRIES: u32 = 16;
 
 pub fn atomic_write(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StateError> {
-    use std::os::unix::fs::PermissionsExt;
     if path
         .symlink_metadata()
         .is_ok_and(|m| m.file_type().is_symlink())
@@ -14,16 +19,9 @@ pub fn atomic_write(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StateErr
         return Err(StateError::Symlink(path.to_path_buf()));
     }
     let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.refit-tmp.{}", std::process::id()));
+    let (tmp, mut f) = create_tmp(path, mode)?;
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp).map_err(io_err("create", &tmp))?;
         f.write_all(bytes).map_err(io_err("write", &tmp))?;
-        f.set_permissions(std::fs::Permissions::from_mode(mode))
-            .map_err(io_err("chmod", &tmp))?;
         f.sync_all().map_err(io_err("fsync", &tmp))?;
         std::fs::rename(&tmp, path).map_err(io_err("rename into", path))?;
         sync_dir(dir)
@@ -32,6 +30,55 @@ pub fn atomic_write(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StateErr
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// The temp file of a write to `path`, attempt `n`: in the same dir, so the rename is atomic.
+fn tmp_path(path: &Path, n: u32) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let dir = path.parent().unwrap_or(Path::new("."));
+    dir.join(format!(".{name}.refit-tmp.{}.{n}", std::process::id()))
+}
+
+/// Creates a fresh temp file: never one that exists, never through a symlink, and with its
+/// final mode from the start, so a 0600 file is never readable by others, not even briefly.
+fn create_tmp(path: &Path, mode: u32) -> Result<(PathBuf, File), StateError> {
+    let mut last = None;
+    for n in 0..TMP_TRIES {
+        let tmp = tmp_path(path, n);
+        match open_new(&tmp, mode) {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(io_err("create", &tmp)(e)),
+        }
+    }
+    let tmp = tmp_path(path, TMP_TRIES - 1);
+    Err(io_err("create", &tmp)(last.unwrap_or_else(|| {
+        std::io::Error::from(std::io::ErrorKind::AlreadyExists)
+    })))
+}
+
+/// `O_CREAT | O_EXCL | O_NOFOLLOW`, created with `mode`; the umask cannot widen it, and a
+/// chmod narrows what the umask took away from a wider mode.
+fn open_new(p: &Path, mode: u32) -> std::io::Result<File> {
+    let f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(p)?;
+    f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    Ok(f)
+}
+
+/// Creates `path` holding `bytes`, only if nothing is there: a file, or a symlink.
+pub fn create_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StateError> {
+    let mut f = open_new(path, mode).map_err(io_err("create", path))?;
+    f.write_all(bytes).map_err(io_err("write", path))?;
+    f.sync_all().map_err(io_err("fsync", path))?;
+    sync_dir(path.parent().unwrap_or(Path::new(".")))
 }
 
 /// Removes a file and makes the removal durable. A missing file is not an error.
@@ -115,5 +162,32 @@ mod tests {
             2,
             "a temp file was left behind"
         );
+    }
+
+    #[test]
+    fn a_symlink_at_the_temp_name_is_not_written_through() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().expect("tempdir");
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, "keep").expect("victim");
+        let p = d.path().join("unit");
+        std::os::unix::fs::symlink(&victim, tmp_path(&p, 0)).expect("plant");
+        atomic_write(&p, b"secret", 0o600).expect("write beside the planted link");
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "keep");
+        assert_eq!(std::fs::read_to_string(&p).expect("read"), "secret");
+        let mode = std::fs::metadata(&p).expect("stat").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn create_new_refuses_a_symlink_and_an_existing_file() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, "keep").expect("victim");
+        let link = d.path().join("key");
+        std::os::unix::fs::symlink(&victim, &link).expect("link");
+        assert!(create_new(&link, b"x", 0o600).is_err());
+        assert!(create_new(&victim, b"x", 0o600).is_err());
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "keep");
     }
 }

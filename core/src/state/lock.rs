@@ -4,6 +4,7 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
@@ -12,6 +13,10 @@ pub enum LockError {
         "another refit run holds the lock {path} ({holder}); wait for it to finish, then run again"
     )]
     Held { path: PathBuf, holder: String },
+    #[error(
+        "the lock {0} is a symlink or not a plain file; refit does not follow it: remove it and run again"
+    )]
+    Symlink(PathBuf),
     #[error("cannot lock {path}: {source}")]
     Io {
         path: PathBuf,
@@ -32,13 +37,25 @@ impl Lock {
             path: path.to_path_buf(),
             source,
         };
+        // Never through a symlink (O_NOFOLLOW fails on one with ELOOP), created 0600, and only
+        // a plain file: the holder's note is rewritten in place.
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
+            .mode(0o600)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
             .open(path)
-            .map_err(io)?;
+            .map_err(|e| match e.raw_os_error() {
+                Some(code) if code == rustix::io::Errno::LOOP.raw_os_error() => {
+                    LockError::Symlink(path.to_path_buf())
+                }
+                _ => io(e),
+            })?;
+        if !file.metadata().map_err(io)?.is_file() {
+            return Err(LockError::Symlink(path.to_path_buf()));
+        }
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
@@ -76,5 +93,17 @@ mod tests {
         let _first = Lock::acquire(&p, "container_unit hello").expect("first");
         let err = Lock::acquire(&p, "update").expect_err("second must fail");
         assert!(err.to_string().contains("container_unit hello"), "{err}");
+    }
+
+    #[test]
+    fn a_symlinked_lock_file_is_refused_and_its_target_untouched() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, "keep").expect("victim");
+        let p = d.path().join("lock");
+        std::os::unix::fs::symlink(&victim, &p).expect("link");
+        let err = Lock::acquire(&p, "update").expect_err("a symlink must be refused");
+        assert!(matches!(err, LockError::Symlink(_)), "{err}");
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "keep");
     }
 }

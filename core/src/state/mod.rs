@@ -5,7 +5,9 @@ mod atomic;
 mod lock;
 mod revisions;
 
-pub use atomic::{atomic_write, is_plain_name, read_json, read_optional, remove_file, write_json};
+pub use atomic::{
+    atomic_write, create_new, is_plain_name, read_json, read_optional, remove_file, write_json,
+};
 pub use lock::{Lock, LockError};
 pub use revisions::{RevisionRecord, UnitHistory};
 

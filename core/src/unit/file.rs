@@ -14,6 +14,43 @@ pub enum ParseError {
     NoSection(usize, String),
 }
 
+/// Why a value cannot be written as `Key=Value` and read back the same.
+#[derive(Debug, Clone, Copy, thiserror::Error, PartialEq, Eq)]
+pub enum Unrepresentable {
+    #[error(
+        "contains a newline, which would inject lines into the unit file; put each value on one line"
+    )]
+    Newline,
+    #[error("contains a control character, which a unit file cannot hold; remove it")]
+    Control,
+    #[error(
+        "begins or ends with white space, which systemd drops when it reads the unit; remove it"
+    )]
+    Padding,
+    #[error(
+        "ends in a backslash, which systemd reads as a line continuation; remove it or add a character after it"
+    )]
+    TrailingBackslash,
+}
+
+/// Whether `parse` reads `Key=value` back as exactly `value`; the reason when it does not.
+pub fn check_value(v: &str) -> Result<(), Unrepresentable> {
+    if v.contains(['\n', '\r']) {
+        return Err(Unrepresentable::Newline);
+    }
+    // A tab inside a value is plain white space to systemd; other control characters are not.
+    if v.chars().any(|c| c.is_control() && c != '\t') {
+        return Err(Unrepresentable::Control);
+    }
+    if v.trim() != v {
+        return Err(Unrepresentable::Padding);
+    }
+    if v.ends_with('\\') {
+        return Err(Unrepresentable::TrailingBackslash);
+    }
+    Ok(())
+}
+
 /// A unit as sections of ordered `Key=Value` entries. Keys repeat (`Environment=` twice) and
 /// order matters to systemd, so neither is normalized.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -145,6 +182,7 @@ impl UnitFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn comments_blank_lines_and_spacing_are_dropped() {
@@ -154,6 +192,70 @@ mod tests {
             u.render(),
             "[Container]\nImage=a:1\nExec=sleep 10\n\n[Service]\nRestart=always\n"
         );
+    }
+
+    /// A key as `add_line` accepts it.
+    fn key() -> impl Strategy<Value = String> {
+        "[A-Za-z][A-Za-z0-9_-]{0,12}"
+    }
+
+    /// Any printable value: ASCII, a few multi-byte characters, and the ones unit syntax
+    /// treats specially (`\\`, quotes, `#`, `;`, `=`, `[`, `%`, `$`).
+    fn value() -> impl Strategy<Value = String> {
+        proptest::collection::vec(
+            prop_oneof![
+                proptest::char::range(' ', '~'),
+                Just('é'),
+                Just('€'),
+                Just('\u{a0}'),
+                Just('\t'),
+            ],
+            0..24,
+        )
+        .prop_map(|c| c.into_iter().collect())
+    }
+
+    fn unit() -> impl Strategy<Value = UnitFile> {
+        let section = (
+            prop_oneof![
+                Just("Unit"),
+                Just("Container"),
+                Just("Service"),
+                Just("Install")
+            ],
+            proptest::collection::vec((key(), value()), 0..6),
+        );
+        proptest::collection::vec(section, 0..4).prop_map(|sections| {
+            let mut u = UnitFile::default();
+            for (name, entries) in sections {
+                u.section_mut(name).entries.extend(entries);
+            }
+            u
+        })
+    }
+
+    proptest! {
+        /// Every unit whose values `check_value` accepts reads back as it was rendered; the
+        /// values it refuses are exactly the ones that would not.
+        #[test]
+        fn render_then_parse_is_the_identity(u in unit()) {
+            let representable = u
+                .sections
+                .iter()
+                .all(|s| s.entries.iter().all(|(_, v)| check_value(v).is_ok()));
+            let back = UnitFile::parse(&u.render());
+            if representable {
+                prop_assert_eq!(back, Ok(u));
+            }
+        }
+
+        #[test]
+        fn a_refused_value_would_not_survive(k in key(), v in value()) {
+            let mut u = UnitFile::default();
+            u.section_mut("Container").entries.push((k, v.clone()));
+            let back = UnitFile::parse(&u.render());
+            prop_assert_eq!(check_value(&v).is_ok(), back == Ok(u));
+        }
     }
 
     #[test]

@@ -1,16 +1,20 @@
 //! From a module's structured options (or raw `content`) to the unit refit will write.
 
-use super::file::{ParseError, UnitFile};
+use super::file::{ParseError, UnitFile, Unrepresentable, check_value};
 use crate::podman::reference::{ImageRef, RefError};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum RenderError {
+    #[error("{param} {why}")]
+    Value { param: String, why: Unrepresentable },
     #[error(
-        "{0} contains a newline, which would inject lines into the unit file; put each value on one line"
+        "{0} is not an environment variable name; use letters, digits and _, not starting with a digit"
     )]
-    Newline(String),
+    EnvName(String),
+    #[error("{0} is empty; podman cannot hold an empty secret: give a value, or leave the key out")]
+    EmptySecret(String),
     #[error(
         "{what} entry {entry:?} is not `Key=Value`; write it as, for example, `After=db.service`"
     )]
@@ -56,15 +60,23 @@ pub struct RenderedUnit {
     pub image: ImageRef,
 }
 
-pub fn render(opts: &ContainerOptions) -> Result<RenderedUnit, RenderError> {
+/// The podman secret a `secret_env` entry is held in, named from its key and value.
+pub type SecretNamer<'a> = &'a dyn Fn(&str, &str) -> String;
+
+/// Renders the unit. A `secret_env` value is never written: its entry becomes
+/// `Secret=NAME,type=env,target=KEY`, with NAME from `secret_name`.
+pub fn render(
+    opts: &ContainerOptions,
+    secret_name: SecretNamer<'_>,
+) -> Result<RenderedUnit, RenderError> {
     let mut unit = match &opts.content {
         Some(text) => UnitFile::parse(text)?,
-        None => structured(opts)?,
+        None => structured(opts, secret_name)?,
     };
     if !opts.depends_on.is_empty() {
         let s = unit.section_mut("Unit");
-        for d in &opts.depends_on {
-            one_line("depends_on", d)?;
+        for (i, d) in opts.depends_on.iter().enumerate() {
+            one_line(&format!("depends_on[{i}]"), d)?;
             let svc = super::name::service_name(d);
             s.entries.push(("Requires".into(), svc.clone()));
             s.entries.push(("After".into(), svc));
@@ -82,12 +94,12 @@ pub fn render(opts: &ContainerOptions) -> Result<RenderedUnit, RenderError> {
     Ok(RenderedUnit { unit, image })
 }
 
-fn structured(o: &ContainerOptions) -> Result<UnitFile, RenderError> {
+fn structured(o: &ContainerOptions, secret_name: SecretNamer<'_>) -> Result<UnitFile, RenderError> {
     let mut u = UnitFile::default();
     add_pairs(&mut u, "Unit", "unit", &o.unit)?;
     let c = u.section_mut("Container");
-    let mut put = |k: &str, v: &str, what: &str| -> Result<(), RenderError> {
-        one_line(what, v)?;
+    let mut put = |k: &str, v: &str, param: &str| -> Result<(), RenderError> {
+        one_line(param, v)?;
         c.entries.push((k.to_string(), v.to_string()));
         Ok(())
     };
@@ -99,25 +111,39 @@ fn structured(o: &ContainerOptions) -> Result<UnitFile, RenderError> {
     if let Some(e) = &o.exec {
         put("Exec", e, "exec")?;
     }
-    for v in &o.volumes {
-        put("Volume", v, "a volume")?;
+    for (i, v) in o.volumes.iter().enumerate() {
+        put("Volume", v, &format!("volumes[{i}]"))?;
     }
     // Sorted, so the order of a YAML dict cannot change the revision.
-    for (k, v) in sorted(&o.env).into_iter().chain(sorted(&o.secret_env)) {
+    for (k, v) in sorted(&o.env) {
         put(
             "Environment",
             &quote_word(&format!("{k}={v}")),
-            "an env value",
+            &format!("env.{k}"),
         )?;
     }
-    for s in &o.secrets {
-        put("Secret", s, "a secret")?;
+    for (k, v) in sorted(&o.secret_env) {
+        let param = format!("secret_env.{k}");
+        if !is_env_name(&k) {
+            return Err(RenderError::EnvName(param));
+        }
+        if v.is_empty() {
+            return Err(RenderError::EmptySecret(param));
+        }
+        put(
+            "Secret",
+            &format!("{},type=env,target={k}", secret_name(&k, &v)),
+            &param,
+        )?;
+    }
+    for (i, s) in o.secrets.iter().enumerate() {
+        put("Secret", s, &format!("secrets[{i}]"))?;
     }
     if let Some(n) = &o.network {
         put("Network", n, "network")?;
     }
-    for p in &o.ports {
-        put("PublishPort", p, "a port")?;
+    for (i, p) in o.ports.iter().enumerate() {
+        put("PublishPort", p, &format!("ports[{i}]"))?;
     }
     if let Some(h) = &o.health_cmd {
         put("HealthCmd", h, "health_cmd")?;
@@ -126,12 +152,24 @@ fn structured(o: &ContainerOptions) -> Result<UnitFile, RenderError> {
         put("HealthInterval", h, "health_interval")?;
     }
     for (k, v) in sorted(&o.labels) {
-        put("Label", &quote_word(&format!("{k}={v}")), "a label")?;
+        put(
+            "Label",
+            &quote_word(&format!("{k}={v}")),
+            &format!("labels.{k}"),
+        )?;
     }
     add_pairs(&mut u, "Container", "container", &o.container)?;
     add_pairs(&mut u, "Service", "service", &o.service)?;
     add_pairs(&mut u, "Install", "install", &o.install)?;
     Ok(u)
+}
+
+/// A name podman and the shell accept for an environment variable.
+fn is_env_name(k: &str) -> bool {
+    k.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn add_pairs(
@@ -144,8 +182,13 @@ fn add_pairs(
         return Ok(());
     }
     let s = u.section_mut(section);
-    for e in entries {
-        one_line(what, e)?;
+    for (i, e) in entries.iter().enumerate() {
+        if e.contains(['\n', '\r']) {
+            return Err(RenderError::Value {
+                param: format!("{what}[{i}]"),
+                why: Unrepresentable::Newline,
+            });
+        }
         let (k, v) = e
             .split_once('=')
             .filter(|(k, _)| {
@@ -158,16 +201,19 @@ fn add_pairs(
                 what,
                 entry: e.clone(),
             })?;
-        s.entries.push((k.trim().to_string(), v.trim().to_string()));
+        let v = v.trim();
+        one_line(&format!("{what}[{i}]"), v)?;
+        s.entries.push((k.trim().to_string(), v.to_string()));
     }
     Ok(())
 }
 
-fn one_line(what: &str, v: &str) -> Result<(), RenderError> {
-    if v.contains('\n') || v.contains('\r') {
-        return Err(RenderError::Newline(what.to_string()));
-    }
-    Ok(())
+/// Refuses a value the unit file could not hold as it is, naming the parameter it came from.
+fn one_line(param: &str, v: &str) -> Result<(), RenderError> {
+    check_value(v).map_err(|why| RenderError::Value {
+        param: param.to_string(),
+        why,
+    })
 }
 
 fn sorted(m: &Map<String, Value>) -> Vec<(String, String)> {
@@ -199,10 +245,66 @@ fn quote_word(w: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
 
     fn opts(v: Value) -> ContainerOptions {
         serde_json::from_value(v).expect("options")
+    }
+
+    fn render(o: &ContainerOptions) -> Result<RenderedUnit, RenderError> {
+        super::render(o, &|k, _| format!("refit-test-{k}"))
+    }
+
+    proptest! {
+        /// An `env` value comes back from quadlet's word splitting exactly as it was given.
+        #[test]
+        fn quoted_words_split_back(v in "[ -~é€]{0,24}") {
+            let word = format!("K={v}");
+            prop_assert_eq!(crate::unit::words::split(&quote_word(&word)), vec![word]);
+        }
+    }
+
+    #[test]
+    fn secret_env_values_stay_out_of_the_unit() {
+        let r = render(&opts(
+            json!({"image": "a:1", "secret_env": {"DB_PASSWORD": "hunter22"}}),
+        ))
+        .expect("renders");
+        let text = r.unit.render();
+        assert!(!text.contains("hunter22"), "{text}");
+        assert!(
+            text.contains("Secret=refit-test-DB_PASSWORD,type=env,target=DB_PASSWORD"),
+            "{text}"
+        );
+        assert_eq!(
+            render(&opts(json!({"image": "a:1", "secret_env": {"A B": "x"}}))),
+            Err(RenderError::EnvName("secret_env.A B".into()))
+        );
+        assert_eq!(
+            render(&opts(json!({"image": "a:1", "secret_env": {"A": ""}}))),
+            Err(RenderError::EmptySecret("secret_env.A".into()))
+        );
+    }
+
+    #[test]
+    fn values_a_unit_cannot_hold_are_refused_by_parameter() {
+        assert_eq!(
+            render(&opts(json!({"image": "a:1", "exec": "sleep 1 "}))),
+            Err(RenderError::Value {
+                param: "exec".into(),
+                why: Unrepresentable::Padding
+            })
+        );
+        assert_eq!(
+            render(&opts(
+                json!({"image": "a:1", "volumes": ["a:/b", "c:/d\\"]})
+            )),
+            Err(RenderError::Value {
+                param: "volumes[1]".into(),
+                why: Unrepresentable::TrailingBackslash
+            })
+        );
     }
 
     #[test]
@@ -229,7 +331,10 @@ mod tests {
             render(&opts(
                 json!({"image": "a:1", "env": {"X": "1\nExecStartPre=/bin/evil"}})
             )),
-            Err(RenderError::Newline("an env value".into()))
+            Err(RenderError::Value {
+                param: "env.X".into(),
+                why: Unrepresentable::Newline
+            })
         );
         assert!(matches!(
             render(&opts(json!({"image": "a:1", "service": ["Restart"]}))),

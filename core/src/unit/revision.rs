@@ -24,6 +24,15 @@ pub fn revision(unit: &UnitFile) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Eight hex digits of the sha256 of `text`: tells names apart, secures nothing.
+pub fn short_hash(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .take(4)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// The unit as refit writes it: the canonical entries plus the label naming `revision`.
 pub fn with_revision_label(unit: &UnitFile, revision: &str) -> UnitFile {
     let mut out = unit.clone();

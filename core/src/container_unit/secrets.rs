@@ -1,0 +1,358 @@
+//! `secret_env` through podman secrets. Each value is held in a podman secret named after a
+//! keyed hash of (unit, key, value), and the unit says `Secret=NAME,type=env,target=KEY`, so:
+//! - no value is written into a unit file, the generator's output or `systemctl show`;
+//! - a new value is a new name, so a new revision: rotating one secret restarts exactly the
+//!   units that use it;
+//! - an old revision's secrets keep their names, so a rollback finds them; a secret is removed
+//!   only once no revision in the unit's history, no checkpoint and no file on disk names it.
+//!
+//! The hash is keyed with a random host key kept 0600 in the state dir: a name in a readable
+//! unit file must not let anyone test guesses of the value. refit records, per unit, the keys
+//! and names of every secret it ever held, never a value, so a value a unit held before (a
+//! unit file written by an older refit still says `Environment=KEY=VALUE`) is masked in
+//! every diff too.
+
+use super::{Host, Target, UnitError};
+use crate::podman::SecretInfo;
+use crate::state::{StateDir, StateError, io_err, read_json, write_json};
+use crate::unit::{UnitFile, UnitName, words};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+use std::io::Read;
+
+/// Every name refit gives a secret starts so; names a unit's text holds that start so are
+/// refit's to create, check and remove.
+const PREFIX: &str = "refit-";
+
+/// How many secret names a unit's record keeps for masking.
+const KEEP_NAMES: usize = 200;
+
+/// The host key of the keyed hash.
+#[derive(Clone, Default)]
+pub struct SecretKey([u8; 32]);
+
+impl SecretKey {
+    /// For validation alone, before the host is touched: names computed with it are never
+    /// written or created.
+    pub fn placeholder() -> Self {
+        SecretKey::default()
+    }
+
+    /// The host's key; check mode on a host that never had one gets the placeholder, as
+    /// nothing it names is created.
+    pub fn load(state: &StateDir, create: bool) -> Result<Self, StateError> {
+        let path = state.path("secret-key");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => parse_key(&text).ok_or(StateError::Corrupt {
+                path,
+                detail: "the secret key is not 64 hex digits".into(),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => {
+                Ok(SecretKey::placeholder())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                state.ensure("")?;
+                let mut bytes = [0u8; 32];
+                std::fs::File::open("/dev/urandom")
+                    .and_then(|mut f| f.read_exact(&mut bytes))
+                    .map_err(io_err("read", std::path::Path::new("/dev/urandom")))?;
+                let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                // Created once, with O_EXCL: a run that loses the race reads the winner's key.
+                match crate::state::create_new(&path, hex.as_bytes(), 0o600) {
+                    Ok(()) => Ok(SecretKey(bytes)),
+                    Err(_) if path.exists() => SecretKey::load(state, false),
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(io_err("read", &path)(e)),
+        }
+    }
+}
+
+fn parse_key(text: &str) -> Option<SecretKey> {
+    let text = text.trim();
+    if text.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(SecretKey(out))
+}
+
+/// The podman secret that holds `value` for `env` of `unit`.
+pub fn secret_name(key: &SecretKey, unit: &UnitName, env: &str, value: &str) -> String {
+    let mut h = Sha256::new();
+    for part in [&key.0[..], unit.file_name().as_bytes(), env.as_bytes()] {
+        h.update(part);
+        h.update([0]);
+    }
+    h.update(value.as_bytes());
+    let digest: String = h
+        .finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let stem: String = unit
+        .stem()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "_.-".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("{PREFIX}{stem}-{}-{digest}", env.to_ascii_lowercase())
+}
+
+/// One secret a unit needs created: its name and its value, which Debug never shows.
+#[derive(Clone, PartialEq, Eq)]
+pub struct UnitSecret {
+    pub name: String,
+    pub env: String,
+    pub value: String,
+}
+
+impl std::fmt::Debug for UnitSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "UnitSecret({} for {})", self.name, self.env)
+    }
+}
+
+/// The secrets `secret_env` asks for.
+pub fn of(
+    key: &SecretKey,
+    unit: &UnitName,
+    secret_env: &serde_json::Map<String, serde_json::Value>,
+) -> Vec<UnitSecret> {
+    secret_env
+        .iter()
+        .map(|(env, v)| {
+            let value = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+            UnitSecret {
+                name: secret_name(key, unit, env, &value),
+                env: env.clone(),
+                value,
+            }
+        })
+        .collect()
+}
+
+/// The refit secret names a unit text refers to.
+pub fn referenced(text: &str) -> Vec<String> {
+    let Ok(u) = UnitFile::parse(text) else {
+        return Vec::new();
+    };
+    u.values("Container", "Secret")
+        .filter_map(|v| v.split(',').next())
+        .filter(|n| n.starts_with(PREFIX))
+        .map(str::to_string)
+        .collect()
+}
+
+/// What refit knows of a unit's secrets, ever: their keys and names, never a value.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+struct Record {
+    env_keys: BTreeSet<String>,
+    names: Vec<String>,
+}
+
+fn record_path(state: &StateDir, t: &Target) -> std::path::PathBuf {
+    state.path(&format!("secrets/{}.json", t.name.file_name()))
+}
+
+/// Makes every secret the target's desired revision needs exist, before anything is written
+/// or stopped: the ones `secret_env` gives are created, and the ones a recorded revision
+/// names (a rollback) must still be there. Check mode creates nothing.
+pub fn ensure(host: &Host, state: &StateDir, t: &Target, check: bool) -> Result<(), UnitError> {
+    let Some(d) = &t.desired else { return Ok(()) };
+    let named = referenced(&d.text());
+    if named.is_empty() {
+        return Ok(());
+    }
+    let held: BTreeSet<String> = host.podman.secrets()?.into_iter().map(|s| s.name).collect();
+    let given: BTreeSet<&str> = t.secrets.iter().map(|s| s.name.as_str()).collect();
+    if let Some(gone) = named
+        .iter()
+        .find(|n| !held.contains(*n) && !given.contains(n.as_str()))
+    {
+        return Err(UnitError::SecretGone {
+            unit: t.name.file_name(),
+            secret: gone.clone(),
+        });
+    }
+    if check {
+        return Ok(());
+    }
+    for s in t
+        .secrets
+        .iter()
+        .filter(|s| named.contains(&s.name) && !held.contains(&s.name))
+    {
+        host.podman
+            .create_secret(&s.name, &t.name.file_name(), &s.value)?;
+    }
+    let path = record_path(state, t);
+    let mut rec: Record = read_json(&path)?.unwrap_or_default();
+    let before = rec.clone();
+    for s in &t.secrets {
+        rec.env_keys.insert(s.env.clone());
+        if !rec.names.contains(&s.name) {
+            rec.names.push(s.name.clone());
+        }
+    }
+    let excess = rec.names.len().saturating_sub(KEEP_NAMES);
+    rec.names.drain(..excess);
+    if rec != before {
+        state.ensure("secrets")?;
+        write_json(&path, &rec, 0o600)?;
+    }
+    Ok(())
+}
+
+/// Removes the target's secrets that nothing can need any more: no revision of its history,
+/// no hand edit refit kept, no checkpoint and no file on disk names them.
+fn prune(host: &Host, state: &StateDir, t: &Target) -> Result<Vec<String>, UnitError> {
+    let unit = t.name.file_name();
+    let ours: Vec<SecretInfo> = host
+        .podman
+        .secrets()?
+        .into_iter()
+        .filter(|s| s.unit.as_deref() == Some(unit.as_str()))
+        .collect();
+    if ours.is_empty() {
+        return Ok(Vec::new());
+    }
+    let history = state.unit_history(&unit)?;
+    let mut texts: Vec<String> = history
+        .revisions
+        .iter()
+        .chain(&history.drift)
+        .map(|r| r.text.clone())
+        .collect();
+    texts.extend(crate::state::read_optional(&t.path)?);
+    texts.extend(checkpoint_texts(state, &unit)?);
+    let keep: BTreeSet<String> = texts.iter().flat_map(|t| referenced(t)).collect();
+    let mut removed = Vec::new();
+    for s in ours.into_iter().filter(|s| !keep.contains(&s.name)) {
+        host.podman.remove_secret(&s.name)?;
+        removed.push(s.name);
+    }
+    Ok(removed)
+}
+
+fn checkpoint_texts(state: &StateDir, unit: &str) -> Result<Vec<String>, StateError> {
+    let dir = state.path("checkpoints");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        if e.path().extension().is_some_and(|x| x == "json")
+            && let Some(cp) = read_json::<super::checkpoint::Checkpoint>(&e.path())?
+            && let Some(text) = cp.units.get(unit).and_then(|en| en.text.clone())
+        {
+            out.push(text);
+        }
+    }
+    Ok(out)
+}
+
+/// After the run: the former secret values to mask in its result, and, when `prune`, the
+/// secrets of the units it changed that nothing needs any more removed.
+pub fn after_run(
+    host: &Host,
+    state: &StateDir,
+    key: &SecretKey,
+    work: &[super::apply::Work],
+    prune_changed: bool,
+) -> Result<Vec<String>, UnitError> {
+    let mut former = Vec::new();
+    for (t, obs, plan, _) in work {
+        let desired = t.desired.as_ref().map(|d| d.text());
+        let mut texts: Vec<&str> = obs
+            .history
+            .revisions
+            .iter()
+            .map(|r| r.text.as_str())
+            .collect();
+        texts.extend(obs.file_text.as_deref());
+        texts.extend(desired.as_deref());
+        former.extend(former_values(state, key, t, &texts)?);
+        if prune_changed && plan.changes() {
+            prune(host, state, t)?;
+        }
+    }
+    Ok(former)
+}
+
+/// Values in `texts` (a unit's text before, the revision it goes back to) that were secrets
+/// of this unit: an `Environment=` word whose key was ever a secret's, or whose value hashes
+/// to a secret refit created. They are masked in the result like the parameters.
+fn former_values(
+    state: &StateDir,
+    key: &SecretKey,
+    t: &Target,
+    texts: &[&str],
+) -> Result<Vec<String>, StateError> {
+    let rec: Record = read_json(&record_path(state, t))?.unwrap_or_default();
+    let mut keys = rec.env_keys;
+    keys.extend(t.secrets.iter().map(|s| s.env.clone()));
+    let mut out = Vec::new();
+    for text in texts {
+        let Ok(u) = UnitFile::parse(text) else {
+            continue;
+        };
+        for word in u.values("Container", "Environment").flat_map(words::split) {
+            let Some((k, v)) = word.split_once('=') else {
+                continue;
+            };
+            if keys.contains(k) || rec.names.contains(&secret_name(key, &t.name, k, v)) {
+                out.push(v.to_string());
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_change_with_the_value_and_hide_it() {
+        let key = SecretKey([7; 32]);
+        let unit = UnitName::parse("worker@").expect("name");
+        let a = secret_name(&key, &unit, "PW", "hunter22");
+        assert!(a.starts_with("refit-worker--pw-"), "{a}");
+        assert!(!a.contains("hunter22"));
+        assert_ne!(a, secret_name(&key, &unit, "PW", "hunter23"));
+        assert_ne!(a, secret_name(&SecretKey([8; 32]), &unit, "PW", "hunter22"));
+        assert_eq!(
+            referenced(&format!(
+                "[Container]\nSecret={a},type=env,target=PW\nSecret=mine\n"
+            )),
+            vec![a]
+        );
+    }
+
+    #[test]
+    fn the_host_key_is_created_once_0600() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().expect("tempdir");
+        let state = StateDir::new(d.path());
+        let first = SecretKey::load(&state, true).expect("created");
+        let again = SecretKey::load(&state, true).expect("read");
+        assert_eq!(first.0, again.0);
+        let mode = std::fs::metadata(d.path().join("secret-key"))
+            .expect("stat")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}
