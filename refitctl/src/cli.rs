@@ -24,7 +24,8 @@ Exit codes:
   1   failed: a task failed, a host was unreachable, or refitctl could not run
   2   converged, and something changed (plan: something would change)
   4   refused by preflight: nothing was touched
-  64  the command line is wrong";
+  64  the command line is wrong
+  130 SIGINT, 143 SIGTERM: passed on to ansible-playbook, which has stopped; rerun to resume";
 
 #[derive(Debug, Subcommand)]
 pub enum Command {

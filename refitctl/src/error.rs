@@ -27,6 +27,13 @@ pub enum CtlError {
     BadService(String),
     #[error("ansible-playbook failed before running anything: {0}")]
     Ansible(String),
+    #[error("refitctl cannot catch SIGINT and SIGTERM ({0}), so it runs nothing")]
+    Signals(String),
+    #[error(
+        "interrupted by {}; ansible-playbook has stopped. Run the same command again: an interrupted flow is resumed",
+        .0.name()
+    )]
+    Interrupted(crate::signals::Interrupt),
     #[error(transparent)]
     State(#[from] refit_core::state::StateError),
 }

@@ -41,6 +41,8 @@ pub enum Ending {
     /// Preflight refused, before anything was touched.
     Refused(String),
     Failed(String),
+    /// SIGINT or SIGTERM stopped the run; ansible-playbook has exited.
+    Interrupted(crate::signals::Interrupt),
 }
 
 impl Ending {
@@ -50,6 +52,7 @@ impl Ending {
             Ending::Failed(_) => 1,
             Ending::Changed => 2,
             Ending::Refused(_) => 4,
+            Ending::Interrupted(i) => i.code(),
         }
     }
 }

@@ -8,8 +8,10 @@ mod events;
 mod memory;
 mod playbook;
 mod report;
+mod signals;
 
 use clap::Parser;
+use error::CtlError;
 use events::Ending;
 use std::process::ExitCode;
 
@@ -27,11 +29,18 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
-    let ending = commands::run(&cli.command).unwrap_or_else(|e| Ending::Failed(e.to_string()));
+    let ending = match commands::run(&cli.command) {
+        Ok(ending) => ending,
+        Err(e @ CtlError::Interrupted(i)) => {
+            eprintln!("refitctl: {e}");
+            Ending::Interrupted(i)
+        }
+        Err(e) => Ending::Failed(e.to_string()),
+    };
     match &ending {
         Ending::Refused(why) => eprintln!("refitctl: refused by preflight, nothing touched: {why}"),
         Ending::Failed(why) => eprintln!("refitctl: failed: {why}"),
-        Ending::Unchanged | Ending::Changed => {}
+        Ending::Unchanged | Ending::Changed | Ending::Interrupted(_) => {}
     }
     ExitCode::from(ending.code())
 }

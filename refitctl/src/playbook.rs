@@ -4,8 +4,10 @@
 use crate::error::CtlError;
 use crate::events::Run;
 use crate::memory::Parameters;
+use crate::signals::Armed;
 use serde_json::{Map, Value};
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -53,7 +55,9 @@ impl Invocation<'_> {
             .env("REFIT_EVENTS_FILE", events.path())
             .env("ANSIBLE_RETRY_FILES_ENABLED", "false")
             .stdin(Stdio::null())
-            .stderr(Stdio::piped());
+            .stderr(Stdio::piped())
+            // A group of its own: a signal reaches it through refitctl alone (signals.rs).
+            .process_group(0);
         if let Some(path) = self.checkout_collections()? {
             cmd.env("ANSIBLE_COLLECTIONS_PATH", path);
         }
@@ -70,17 +74,23 @@ impl Invocation<'_> {
             cmd.stdout(Stdio::piped());
         }
         tracing::debug!(?cmd, "running");
+        let armed = Armed::new().map_err(|e| CtlError::Signals(e.to_string()))?;
         let mut child = cmd
             .spawn()
             .map_err(|e| CtlError::NoAnsible(e.to_string()))?;
+        let forwarder = armed.forward_to(child.id());
         // stdout (when kept) and stderr are read on their own threads, so neither pipe fills.
         let out = child.stdout.take().map(drain);
         let err = child.stderr.take().map(drain);
-        let status = child
-            .wait()
-            .map_err(|e| CtlError::NoAnsible(e.to_string()))?;
+        let status = child.wait();
+        let interrupt = forwarder.stop();
+        let status = status.map_err(|e| CtlError::NoAnsible(e.to_string()))?;
         let stdout = out.map(join).unwrap_or_default();
         let stderr = err.map(join).unwrap_or_default();
+        if let Some(interrupt) = interrupt {
+            eprint!("{stderr}");
+            return Err(CtlError::Interrupted(interrupt));
+        }
         let text = std::fs::read_to_string(events.path()).unwrap_or_default();
         let run = Run::parse(&text);
         if run.stats.is_none() && !status.success() {
