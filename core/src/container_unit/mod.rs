@@ -183,7 +183,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     let state = StateDir::new(&p.state_dir);
     // Validated with the placeholder key first: bad input is refused before the state dir is
     // touched, even to create the host key.
-    target::targets(&p, &secrets::SecretKey::placeholder())?;
+    validate(&p)?;
     let key = secrets::SecretKey::load(&state, !inv.check_mode)?;
     let targets = target::targets(&p, &key)?;
     let _lock = if inv.check_mode {
@@ -296,10 +296,24 @@ fn names(targets: &[Target]) -> String {
         .join(" ")
 }
 
+/// Checks every parameter without touching the host: the units, and the run's own options.
+fn validate(p: &Params) -> Result<(), UnitError> {
+    target::targets(p, &secrets::SecretKey::placeholder())?;
+    if p.max_parallel == 0 {
+        return Err(UnitError::MaxParallel);
+    }
+    if let Some(name) = &p.checkpoint
+        && !crate::state::is_plain_name(name)
+    {
+        return Err(UnitError::BadCheckpoint(name.clone()));
+    }
+    Ok(())
+}
+
 /// Runs the module against this host: systemctl, the podman socket and the system clock.
 pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, UnitError> {
     // Every parameter is checked before the first podman or systemd call.
-    target::targets(&p, &secrets::SecretKey::placeholder())?;
+    validate(&p)?;
     let podman = crate::podman::PodmanApi::connect(&p.podman_socket)?;
     let registry = crate::registry::HttpRegistry::from_host();
     run(p, inv, &Host::real(&podman, &registry))
