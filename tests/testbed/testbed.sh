@@ -5,6 +5,8 @@
 #   testbed.sh up [HOST...]        install, build or reuse the rootfs, boot hosts (default: th1),
 #                                  start the registry, push the test images, write the inventory
 #   testbed.sh down                stop everything this bed started, unmount, remove cgroups
+#   testbed.sh reboot HOST         clean poweroff of HOST, then boot it again on the same disk
+#                                  (its init gets a new pid: the inventory is rewritten)
 #   testbed.sh exec HOST CMD...    run CMD inside HOST (all namespaces, in its init.scope cgroup)
 #   testbed.sh publish REPO:TAG VERSION [MODE] [SCHEMA]
 #                                  build a new test image and push it under REPO:TAG
@@ -242,8 +244,11 @@ boot_host() {
     mkdir -p "$d"/{upper,work,root,containers}
     mountpoint -q "$d/root" || mount -t overlay overlay -o "lowerdir=$ROOTFS,upperdir=$d/upper,workdir=$d/work" "$d/root"
     echo "$name" > "$d/root/etc/hostname"
-    od -An -N16 -tx1 /dev/urandom | tr -d ' \n' > "$d/root/etc/machine-id"
-    echo >> "$d/root/etc/machine-id"
+    # A reboot keeps the machine's identity; a new host gets one of its own.
+    if [ ! -s "$d/upper/etc/machine-id" ]; then
+        od -An -N16 -tx1 /dev/urandom | tr -d ' \n' > "$d/root/etc/machine-id"
+        echo >> "$d/root/etc/machine-id"
+    fi
     # Each guest gets its own cgroup; with --keep-unit they would otherwise all share one.
     for h in "${CGROUP_HIERARCHIES[@]}"; do mkdir -p "$h/refit-testbed-$name"; done
     (
@@ -275,8 +280,9 @@ wait_host() {
     enter "$name" systemctl start podman.socket
 }
 
+# With `keep`, the host's disk stays: its overlay upper dir and containers dir, for a reboot.
 stop_host() {
-    local name=$1 d
+    local name=$1 keep=${2:-} d
     d=$(host_dir "$name")
     # nspawn turns SIGTERM into a clean poweroff of the guest.
     if [ -f "$d/nspawn.pid" ]; then
@@ -293,8 +299,8 @@ stop_host() {
     for h in "${CGROUP_HIERARCHIES[@]}"; do
         [ -d "$h/refit-testbed-$name" ] && find "$h/refit-testbed-$name" -depth -type d -exec rmdir {} \; 2>/dev/null
     done
-    mountpoint -q "$d/root" && umount "$d/root"
-    rm -rf "$d"
+    if mountpoint -q "$d/root"; then umount "$d/root"; fi
+    [ -n "$keep" ] || rm -rf "$d"
 }
 
 # Joins the guest's init.scope cgroup before entering it: a process left in the host's root
@@ -381,6 +387,18 @@ cmd_down() {
     log "down in $(($(now_ms) - t0)) ms"
 }
 
+cmd_reboot() {
+    local name=$1 t0 hosts
+    [ -f "$(host_dir "$name")/nspawn.pid" ] || die "host $name is not up; run: $0 up $name"
+    t0=$(now_ms)
+    phase "poweroff-$name" stop_host "$name" keep
+    phase "boot-$name" boot_host "$name"
+    phase "wait-$name" wait_host "$name"
+    mapfile -t hosts < "$RUN/hosts.list"
+    write_ansible_config "${hosts[@]}"
+    log "rebooted $name in $(($(now_ms) - t0)) ms; its init is pid $(leader_pid "$name") now (inventory rewritten)"
+}
+
 cmd_env() {
     echo "export ANSIBLE_CONFIG=$RUN/ansible.cfg"
     echo "export PATH=$VENV/bin:\$PATH"
@@ -393,6 +411,10 @@ main() {
     case $cmd in
     up) cmd_up "$@" ;;
     down) cmd_down ;;
+    reboot)
+        [ $# -eq 1 ] || die "usage: $0 reboot HOST"
+        cmd_reboot "$1"
+        ;;
     exec)
         [ $# -ge 2 ] || die "usage: $0 exec HOST CMD..."
         enter "$@"
