@@ -88,6 +88,11 @@ pub fn wait_converged(
         last_state = format!("{}/{}", st.active_state(), st.get("SubState"));
         // Until a new invocation shows up, what systemd reports is the old one's story.
         if invocation.is_empty() || Some(&invocation) == exp.previous_invocation.as_ref() {
+            // The job is over and nothing new runs: a dependency failed, or the start never
+            // began. Waiting out the deadline would change nothing.
+            if st.start_ended_down() {
+                return Err(fail(crate::systemd::why_down(systemd, &st)));
+            }
             last_state.push_str(", still the previous invocation");
             clock.sleep(POLL);
             continue;

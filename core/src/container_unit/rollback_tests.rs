@@ -223,3 +223,22 @@ fn r22_a_state_and_a_health_refit_never_saw_do_not_break_observation() {
         "{msg}"
     );
 }
+
+#[test]
+fn r13_a_dependency_that_failed_ends_the_wait_at_once_and_is_named() {
+    let mut bed = Bed::new();
+    bed.sim
+        .failed_dependency
+        .insert("rb.service".into(), "db.service".into());
+    let out = bed.run(json!({"env": {"V": "a"}, "state": "started", "timeout": 300}));
+    assert_eq!(out["failed"], json!(true), "{out}");
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("because a dependency failed: db.service is failed (Result=exit-code)"),
+        "{msg}"
+    );
+    assert!(
+        !msg.contains("not converged within"),
+        "it waited the deadline out: {msg}"
+    );
+}

@@ -7,16 +7,18 @@
 //! `finish` records the stream in use and releases the lease.
 
 mod checks;
+mod lease;
 pub mod spec;
 mod stream;
 
 use crate::ansible::{Invocation, Outcome};
 use crate::host::Host;
-use crate::state::{
-    StateDir, StateError, atomic_write, read_json, read_optional, remove_file, write_json,
-};
+use crate::state::{StateDir, StateError, atomic_write, read_optional, remove_file};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+use std::time::Duration;
+
+pub use lease::{Lease, Leases, Taken};
 
 pub use stream::{PathError, check_upgrade};
 
@@ -44,6 +46,7 @@ pub struct Params {
     pub images: Vec<String>,
     pub image_archive: Option<PathBuf>,
     pub min_free_mb: u64,
+    pub lease_grace: u64,
     pub image_store: PathBuf,
     pub state_dir: PathBuf,
     pub podman_socket: String,
@@ -63,6 +66,23 @@ pub enum FlowError {
         started_at: String,
         path: PathBuf,
     },
+    #[error(
+        "preflight: run {run_id} (started {started_at}) is live: a refit module worked on this host {quiet_secs} s ago; wait for it to finish. If that run is dead, run again once the host has been quiet for {grace_secs} s, and this run resumes it"
+    )]
+    Live {
+        run_id: String,
+        started_at: String,
+        quiet_secs: u64,
+        grace_secs: u64,
+    },
+    #[error(
+        "preflight: a refit module is at work on this host now ({holder}); wait for its run to finish, then run again"
+    )]
+    Busy { holder: String },
+    #[error(
+        "the run lease belongs to run {holder}, not to this run {run_id}; this run did not own the host, so it records nothing. Check `flow_state action=status`, and let run {holder} finish"
+    )]
+    NotOwner { holder: String, run_id: String },
     #[error(
         "preflight: the image store {path} has {free} MiB free, less than the {need} MiB needed; free some space (podman image prune) or lower min_free_mb"
     )]
@@ -97,16 +117,6 @@ pub enum FlowError {
     State(#[from] StateError),
 }
 
-/// The lease an unfinished run holds.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Lease {
-    pub flow: String,
-    pub stream: String,
-    pub from_stream: Option<String>,
-    pub run_id: String,
-    pub started_at: String,
-}
-
 #[derive(Debug, Default, Serialize)]
 struct Report {
     /// The stream recorded before this run.
@@ -120,12 +130,13 @@ struct Report {
 
 pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowError> {
     let state = StateDir::new(&p.state_dir);
-    let lease_path = state.path("flow-lease.json");
+    let leases = Leases::new(&state);
+    let lease_path = leases.path().clone();
     let stream_path = state.path("stream");
     let recorded = read_optional(&stream_path)?
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty());
-    let lease: Option<Lease> = read_json(&lease_path)?;
+    let lease: Option<Lease> = leases.read()?;
     let mut report = Report {
         recorded_stream: recorded.clone(),
         stream: p.stream.clone(),
@@ -164,19 +175,16 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowErro
             }
         },
         Action::Begin => {
-            if let Some(l) = &lease {
-                if l.flow == flow && l.stream == stream {
-                    report.resumed = l.run_id != run_id;
-                } else {
-                    return Err(FlowError::Leased {
-                        flow: l.flow.clone(),
-                        stream: l.stream.clone(),
-                        run_id: l.run_id.clone(),
-                        started_at: l.started_at.clone(),
-                        path: lease_path,
-                    });
-                }
-            }
+            let grace = Duration::from_secs(p.lease_grace);
+            // Read-only first: a refusal for any reason writes nothing.
+            leases.decide(
+                lease.as_ref(),
+                &flow,
+                &stream,
+                &run_id,
+                leases.quiet_for(),
+                grace,
+            )?;
             if flow != "upgrade"
                 && let Some(r) = &recorded
                 && *r != stream
@@ -202,42 +210,72 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowErro
             report.free_mb = Some(checks::check_disk(&p.image_store, p.min_free_mb)?);
             host.podman.ping()?;
             checks::check_services(host, &p.services)?;
-            if let Some(archive) = &p.image_archive
-                && !inv.check_mode
-            {
-                report.loaded_images = host.podman.load_archive(archive)?;
+            if p.image_archive.is_none() {
+                checks::check_images(host, &p.images)?;
             }
-            checks::check_images(host, &p.images)?;
-            let fresh = lease.is_none() || report.resumed;
-            if !inv.check_mode && fresh {
+            if inv.check_mode {
+                (
+                    false,
+                    format!("preflight for {flow} to {stream}: all checks passed"),
+                )
+            } else {
+                // The decision again, under the lock: another controller may have taken the
+                // lease since it was read.
+                let quiet = leases.quiet_for();
+                let _lock = leases.lock(&run_id)?;
+                let held = leases.read()?;
+                let taken = leases.decide(held.as_ref(), &flow, &stream, &run_id, quiet, grace)?;
+                if let Some(archive) = &p.image_archive {
+                    report.loaded_images = host.podman.load_archive(archive)?;
+                    checks::check_images(host, &p.images)?;
+                }
+                let mut resumed_from = held
+                    .as_ref()
+                    .map(|l| l.resumed_from.clone())
+                    .unwrap_or_default();
+                if let Taken::Resumed { from } = &taken {
+                    resumed_from.push(from.clone());
+                }
                 let l = Lease {
                     flow: flow.clone(),
                     stream: stream.clone(),
-                    from_stream: lease
+                    from_stream: held
                         .as_ref()
                         .and_then(|l| l.from_stream.clone())
                         .or(recorded.clone()),
                     run_id: run_id.clone(),
-                    started_at: crate::time::now_rfc3339(),
+                    started_at: held
+                        .as_ref()
+                        .map_or_else(crate::time::now_rfc3339, |l| l.started_at.clone()),
+                    resumed_from,
                 };
-                state.ensure("")?;
-                write_json(&lease_path, &l, 0o600)?;
+                leases.write(&l)?;
+                report.resumed = matches!(taken, Taken::Resumed { .. });
+                let how = match taken {
+                    Taken::Resumed { from } => format!("resuming an interrupted run ({from})"),
+                    Taken::Own | Taken::Fresh => "all checks passed".into(),
+                };
+                (false, format!("preflight for {flow} to {stream}: {how}"))
             }
-            let how = if report.resumed {
-                "resuming an interrupted run"
-            } else {
-                "all checks passed"
-            };
-            (false, format!("preflight for {flow} to {stream}: {how}"))
         }
         // Recording the stream a run reached is bookkeeping, not a change to the services, so
         // a no-op run stays `changed=0`.
         Action::Finish => {
             if !inv.check_mode {
-                state.ensure("")?;
+                let _lock = leases.lock(&run_id)?;
+                if let Some(l) = leases.read()?
+                    && l.run_id != run_id
+                {
+                    return Err(FlowError::NotOwner {
+                        holder: l.run_id,
+                        run_id,
+                    });
+                }
                 atomic_write(&stream_path, format!("{stream}\n").as_bytes(), 0o644)?;
                 // The run is done; the checkpoint of how things were before it is no longer needed.
                 remove_file(&state.path(&format!("checkpoints/{flow}.json")))?;
+                // What this run stopped is running again; a later recovery must not restart it.
+                remove_file(&state.path(&format!("stops/{flow}.json")))?;
                 remove_file(&lease_path)?;
             }
             (false, format!("{flow} finished on stream {stream}"))

@@ -23,6 +23,12 @@ pub static OPTIONS: &[OptionSpec] = &[
     OptionSpec::new("images", Kind::List(Elem::Str), "Images that must be present locally (offline runs)."),
     OptionSpec::new("image_archive", Kind::Path, "A `podman save -m` archive to load before the image check, for disconnected sites."),
     OptionSpec::new("min_free_mb", Kind::Int, "Free space the image store needs, in MiB.").default(Default::Int(1024)),
+    OptionSpec::new(
+        "lease_grace",
+        Kind::Int,
+        "Seconds the host must have been without a refit module at work before another run of the same flow and stream may take over a lease as an interrupted run's; before that, the lease's run counts as live and the begin is refused.",
+    )
+    .default(Default::Int(20)),
     OptionSpec::new("image_store", Kind::Path, "Where podman keeps images.").default(Default::Str("/var/lib/containers/storage")),
     OptionSpec::new("state_dir", Kind::Path, "refit's state dir: the stream in use and the run lease.").default(Default::Str("/var/lib/refit")),
     OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str("/run/podman/podman.sock")),

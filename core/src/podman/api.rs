@@ -154,7 +154,10 @@ impl Podman for PodmanApi {
     }
 
     fn tag(&self, image_id: &str, target: &str) -> Result<(), PodmanError> {
-        let (repo, tag) = target.rsplit_once(':').unwrap_or((target, "latest"));
+        // A digest-pinned reference names its image already: there is nothing to point.
+        let Some((repo, tag)) = super::reference::repo_and_tag(target) else {
+            return Ok(());
+        };
         let opts = TagImageOptionsBuilder::new().repo(repo).tag(tag).build();
         self.rt
             .block_on(self.docker.tag_image(image_id, Some(opts)))

@@ -85,6 +85,20 @@ impl fmt::Display for ImageRef {
     }
 }
 
+/// The repository and tag of a reference, split as the grammar says: a tag's `:` comes after
+/// the last `/` (one before it is a registry port), and no tag means `latest`. None for a
+/// digest-pinned reference, which names one image and takes no tag.
+pub fn repo_and_tag(raw: &str) -> Option<(&str, &str)> {
+    if raw.contains('@') {
+        return None;
+    }
+    let last_slash = raw.rfind('/').map_or(0, |i| i + 1);
+    Some(match raw[last_slash..].rfind(':') {
+        Some(i) => (&raw[..last_slash + i], &raw[last_slash + i + 1..]),
+        None => (raw, "latest"),
+    })
+}
+
 fn looks_like_domain(s: &str) -> bool {
     s.contains('.')
         || s.contains(':')
@@ -152,6 +166,21 @@ mod tests {
         ] {
             assert!(ImageRef::parse(ok).is_ok(), "{ok} was refused");
         }
+    }
+
+    #[test]
+    fn repo_and_tag_follow_the_grammar_not_the_last_colon() {
+        assert_eq!(
+            repo_and_tag("reg:5000/app"),
+            Some(("reg:5000/app", "latest"))
+        );
+        assert_eq!(
+            repo_and_tag("reg:5000/app:1.0"),
+            Some(("reg:5000/app", "1.0"))
+        );
+        assert_eq!(repo_and_tag("app"), Some(("app", "latest")));
+        let pinned = format!("reg:5000/app@sha256:{}", "a".repeat(64));
+        assert_eq!(repo_and_tag(&pinned), None);
     }
 
     #[test]

@@ -19,11 +19,10 @@ impl Location {
             Some((n, d)) => (n, Some(d.to_string())),
             None => (image.as_str(), None),
         };
-        // A tag's colon comes after the last slash; a registry port's comes before it.
-        let (name, tag) = match name_tag.rsplit_once(':') {
-            Some((n, t)) if !t.contains('/') => (n, t.to_string()),
-            _ => (name_tag, "latest".to_string()),
-        };
+        let (name, tag) = crate::podman::reference::repo_and_tag(name_tag)
+            .map_or((name_tag, "latest".to_string()), |(n, t)| {
+                (n, t.to_string())
+            });
         let (registry, repository) = match name.split_once('/') {
             Some((first, rest))
                 if first.contains('.') || first.contains(':') || first == "localhost" =>

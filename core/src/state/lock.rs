@@ -25,10 +25,19 @@ pub enum LockError {
     },
 }
 
-/// Held for as long as it lives.
+/// Held for as long as it lives. Its file's mtime says when a refit module last held it,
+/// which is how a flow tells a live run from an interrupted one (flow/lease.rs).
 #[derive(Debug)]
 pub struct Lock {
-    _file: File,
+    file: File,
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        // The end of a module's work is activity too: the gap to the flow's next phase is
+        // measured from here, not from when a long phase began.
+        let _ = self.file.set_modified(std::time::SystemTime::now());
+    }
 }
 
 impl Lock {
@@ -78,7 +87,7 @@ impl Lock {
         file.set_len(0).map_err(io)?;
         file.rewind().map_err(io)?;
         file.write_all(note.as_bytes()).map_err(io)?;
-        Ok(Lock { _file: file })
+        Ok(Lock { file })
     }
 }
 

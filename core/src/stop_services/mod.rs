@@ -62,10 +62,10 @@ pub enum StopError {
         units: String,
         first: String,
     },
-    #[error("{unit} failed to start (Result={result}).\nJournal of {unit}:\n{journal}")]
+    #[error("{unit} did not start: {why}.\nJournal of {unit}:\n{journal}")]
     StartFailed {
         unit: String,
-        result: String,
+        why: String,
         journal: String,
     },
     #[error(transparent)]
@@ -370,10 +370,11 @@ fn wait_all(
         for s in &statuses {
             match goal {
                 Goal::Inactive if !s.is_inactive() => waiting.push(s.name.clone()),
-                Goal::Active if s.active_state() == "failed" => {
+                // A start job that ended with the unit down cannot end well by waiting.
+                Goal::Active if s.start_ended_down() => {
                     return Err(StopError::StartFailed {
                         unit: s.name.clone(),
-                        result: s.get("Result").to_string(),
+                        why: crate::systemd::why_down(host.systemd, s),
                         journal: host.systemd.journal_tail(&s.name, 20),
                     });
                 }

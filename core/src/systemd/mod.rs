@@ -37,6 +37,42 @@ impl Job {
     }
 }
 
+/// Why a start left `st` down: the units it requires that are failed or inactive, with their
+/// results, or its own result when none is to blame.
+pub fn why_down(systemd: &dyn Systemd, st: &UnitStatus) -> String {
+    let reqs = st.requirements();
+    let blamed: Vec<String> = systemd
+        .show(&reqs)
+        .unwrap_or_default()
+        .iter()
+        .filter(|r| {
+            r.active_state() == "failed"
+                || (r.active_state() == "inactive" && r.get("Type") != "oneshot")
+        })
+        .map(|r| {
+            format!(
+                "{} is {} (Result={})",
+                r.name,
+                r.active_state(),
+                r.get("Result")
+            )
+        })
+        .collect();
+    if blamed.is_empty() {
+        format!(
+            "its start job ended with it {} (Result={})",
+            st.active_state(),
+            st.get("Result")
+        )
+    } else {
+        format!(
+            "its start job ended with it {}, because a dependency failed: {}",
+            st.active_state(),
+            blamed.join(", ")
+        )
+    }
+}
+
 /// `Sync`, so observation can ask systemd and podman at the same time.
 pub trait Systemd: Sync {
     /// One status per unit, in the order asked; unknown units come back `not-found`.

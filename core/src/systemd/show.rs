@@ -6,6 +6,8 @@ use std::collections::HashMap;
 /// The properties refit reads, for every unit in one `systemctl show` call.
 pub const PROPERTIES: &[&str] = &[
     "Id",
+    "Type",
+    "Job",
     "LoadState",
     "ActiveState",
     "SubState",
@@ -60,6 +62,21 @@ impl UnitStatus {
     pub fn need_daemon_reload(&self) -> bool {
         self.get("NeedDaemonReload") == "yes"
     }
+    /// A start job ended and left the unit down: no job is queued, and the unit is inactive or
+    /// failed. For a service this is a start that never happened (a dependency failed, a
+    /// condition was not met); waiting longer cannot change it. A oneshot that ran and exited
+    /// looks the same, so it never counts.
+    pub fn start_ended_down(&self) -> bool {
+        self.get("Job").is_empty()
+            && self.get("Type") != "oneshot"
+            && matches!(self.active_state(), "inactive" | "failed")
+    }
+    /// The units it requires or is bound to.
+    pub fn requirements(&self) -> Vec<String> {
+        let mut all = self.list("Requires");
+        all.extend(self.list("BindsTo"));
+        all
+    }
     /// A space-separated list property (`Requires`, `After`...).
     pub fn list(&self, key: &str) -> Vec<String> {
         self.get(key)
@@ -97,6 +114,22 @@ pub fn parse_show(out: &str, asked: &[String]) -> Vec<UnitStatus> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_start_that_ended_down_is_told_from_one_under_way() {
+        let st = |props: &[(&str, &str)]| UnitStatus {
+            name: "a.service".into(),
+            props: props
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        assert!(st(&[("ActiveState", "inactive"), ("Job", "")]).start_ended_down());
+        assert!(st(&[("ActiveState", "failed")]).start_ended_down());
+        assert!(!st(&[("ActiveState", "inactive"), ("Job", "42")]).start_ended_down());
+        assert!(!st(&[("ActiveState", "activating")]).start_ended_down());
+        assert!(!st(&[("ActiveState", "inactive"), ("Type", "oneshot")]).start_ended_down());
+    }
 
     #[test]
     fn blocks_map_to_the_units_asked() {

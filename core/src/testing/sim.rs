@@ -37,6 +37,8 @@ pub struct SimHost {
     pub odd_state: Option<String>,
     /// A health status every container reports.
     pub health: Option<String>,
+    /// Services whose start fails because the named unit they require has failed.
+    pub failed_dependency: HashMap<String, String>,
     services: Mutex<HashMap<String, Service>>,
     next: Mutex<u64>,
     pub calls: Mutex<Vec<String>>,
@@ -91,6 +93,14 @@ impl SimHost {
 
     /// What a start of `service` does: runs the revision and image its unit file names.
     fn start(&self, service: &str) {
+        if self.failed_dependency.contains_key(service) {
+            let mut services = self.services.lock().expect("services");
+            let s = services.entry(service.to_string()).or_default();
+            s.active = "inactive";
+            s.sub = "dead";
+            s.container = None;
+            return;
+        }
         let stem = service.trim_end_matches(".service");
         let text = std::fs::read_to_string(self.quadlet_dir.join(format!("{stem}.container")))
             .unwrap_or_default();
@@ -150,20 +160,28 @@ impl Systemd for SimHost {
                 } else {
                     format!("inv-{}", s.invocation)
                 };
+                let is_failed_dependency = self.failed_dependency.values().any(|d| d == u);
+                let (active, sub) = match (is_failed_dependency, s.active) {
+                    (true, _) => ("failed", "failed"),
+                    (false, "") => ("inactive", "dead"),
+                    (false, a) => (a, s.sub),
+                };
                 let props = [
-                    ("LoadState", "loaded".to_string()),
                     (
-                        "ActiveState",
-                        (if s.active.is_empty() {
-                            "inactive"
+                        "Requires",
+                        self.failed_dependency.get(u).cloned().unwrap_or_default(),
+                    ),
+                    ("LoadState", "loaded".to_string()),
+                    ("ActiveState", active.to_string()),
+                    ("SubState", sub.to_string()),
+                    (
+                        "Result",
+                        (if is_failed_dependency {
+                            "exit-code"
                         } else {
-                            s.active
+                            "success"
                         })
                         .into(),
-                    ),
-                    (
-                        "SubState",
-                        (if s.sub.is_empty() { "dead" } else { s.sub }).into(),
                     ),
                     ("NRestarts", s.restarts.to_string()),
                     ("InvocationID", invocation),
