@@ -57,7 +57,7 @@ impl SecretKey {
                 std::fs::File::open("/dev/urandom")
                     .and_then(|mut f| f.read_exact(&mut bytes))
                     .map_err(io_err("read", std::path::Path::new("/dev/urandom")))?;
-                let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                let hex = crate::unit::revision::hex(&bytes);
                 // Created once, with O_EXCL: a run that loses the race reads the winner's key.
                 match crate::state::create_new(&path, hex.as_bytes(), 0o600) {
                     Ok(()) => Ok(SecretKey(bytes)),
@@ -90,12 +90,7 @@ pub fn secret_name(key: &SecretKey, unit: &UnitName, env: &str, value: &str) -> 
         h.update([0]);
     }
     h.update(value.as_bytes());
-    let digest: String = h
-        .finalize()
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let digest = crate::unit::revision::hex(&h.finalize()[..8]);
     let stem: String = unit
         .stem()
         .chars()

@@ -423,12 +423,7 @@ fn stamp_key(source: &str, command: &[String]) -> String {
             }
         })
         .collect();
-    let digest: String = h
-        .finalize()
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let digest = crate::unit::revision::hex(&h.finalize()[..8]);
     format!("{safe}-{digest}")
 }
 

@@ -1,13 +1,13 @@
 //! podman secrets through the libpod API: create, list, reveal and remove.
 //!
 //! bollard speaks only Docker's swarm secrets, and a one-off container needs a secret's value,
-//! which only libpod's `showsecret` gives; so these calls are plain HTTP/1.1 over the socket.
+//! which only libpod's `showsecret` gives; so these calls go through `wire`, plain HTTP/1.1
+//! over the socket.
 //! A secret's value travels only in a request or response body: never in a path, a query or
 //! an error message.
 
 use super::PodmanError;
-use std::io::{Read, Write};
-use std::os::unix::net::UnixStream;
+use super::wire::encode;
 use std::time::Duration;
 
 /// The label on every secret refit creates: the unit file it belongs to, so refit removes
@@ -16,9 +16,6 @@ pub const SECRET_UNIT_LABEL: &str = "io.refit.unit";
 
 /// Seconds a secret call may take; they are small requests to a local daemon.
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The most an answer may hold (a secret is at most 512 KiB).
-const MAX_ANSWER: u64 = 16 << 20;
 
 /// A secret as listed: its name and, for refit's own, the unit it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,94 +113,13 @@ fn failed(call: &str, name: &str, status: u16, body: &[u8]) -> PodmanError {
     }
 }
 
-/// One request on a fresh connection, read to its end: (status, body).
+/// One request to the libpod API, bounded by `TIMEOUT`.
 fn request(
     socket: &str,
     method: &str,
     path: &str,
     body: &[u8],
 ) -> Result<(u16, Vec<u8>), PodmanError> {
-    let unreachable = |e: std::io::Error| PodmanError::Unreachable {
-        socket: socket.to_string(),
-        detail: e.to_string(),
-    };
-    let io = |e: std::io::Error| PodmanError::Api {
-        call: format!("{method} {}", path.split('?').next().unwrap_or(path)),
-        detail: e.to_string(),
-    };
-    let mut s = UnixStream::connect(socket).map_err(unreachable)?;
-    s.set_read_timeout(Some(TIMEOUT)).map_err(io)?;
-    s.set_write_timeout(Some(TIMEOUT)).map_err(io)?;
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: d\r\nConnection: close\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes()).map_err(io)?;
-    s.write_all(body).map_err(io)?;
-    let mut raw = Vec::new();
-    s.take(MAX_ANSWER).read_to_end(&mut raw).map_err(io)?;
-    parse(&raw).ok_or_else(|| PodmanError::Api {
-        call: format!("{method} {}", path.split('?').next().unwrap_or(path)),
-        detail: "podman's answer is not HTTP".into(),
-    })
-}
-
-/// Splits an HTTP/1.1 answer into its status and body, undoing chunked encoding.
-fn parse(raw: &[u8]) -> Option<(u16, Vec<u8>)> {
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = std::str::from_utf8(&raw[..split]).ok()?;
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    let body = &raw[split + 4..];
-    let chunked = head.lines().any(|l| {
-        l.to_ascii_lowercase()
-            .replace(' ', "")
-            .starts_with("transfer-encoding:chunked")
-    });
-    if !chunked {
-        return Some((status, body.to_vec()));
-    }
-    let mut out = Vec::new();
-    let mut rest = body;
-    loop {
-        let eol = rest.windows(2).position(|w| w == b"\r\n")?;
-        let size_text = std::str::from_utf8(&rest[..eol]).ok()?;
-        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
-        rest = &rest[eol + 2..];
-        if size == 0 {
-            return Some((status, out));
-        }
-        out.extend_from_slice(rest.get(..size)?);
-        rest = rest.get(size + 2..)?;
-    }
-}
-
-/// Percent-encodes a query or path value: everything but RFC 3986's unreserved characters.
-fn encode(v: &str) -> String {
-    v.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn answers_parse_plain_and_chunked() {
-        assert_eq!(
-            parse(b"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\n{}"),
-            Some((404, b"{}".to_vec()))
-        );
-        assert_eq!(
-            parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n[1,\r\n2\r\n2]\r\n0\r\n\r\n"),
-            Some((200, b"[1,2]".to_vec()))
-        );
-        assert_eq!(encode("a b/{\"k\"}"), "a%20b%2F%7B%22k%22%7D");
-    }
+    let call = format!("{method} {}", path.split('?').next().unwrap_or(path));
+    super::wire::request(socket, &call, method, path, body, TIMEOUT)
 }

@@ -1,4 +1,4 @@
-//! A bounded HTTP/1.1 GET over the podman socket, decoded into refit's own tolerant types.
+//! A bounded HTTP/1.1 request over the podman socket, decoded into refit's own tolerant types.
 //!
 //! bollard's Docker types are strict enums: podman's `stopped` state or a health status they
 //! do not list fails the whole answer ("unknown variant stopped"), which once broke every
@@ -27,14 +27,7 @@ pub fn get_json<T: DeserializeOwned>(
         call: call.to_string(),
         detail,
     };
-    let raw = exchange(socket, path, timeout).map_err(|e| match e {
-        Exchange::Connect(detail) => PodmanError::Unreachable {
-            socket: socket.to_string(),
-            detail,
-        },
-        Exchange::Io(detail) => err(detail),
-    })?;
-    let (status, body) = parse_response(&raw).map_err(err)?;
+    let (status, body) = request(socket, call, "GET", path, b"", timeout)?;
     match status {
         200..=299 => serde_json::from_slice(&body)
             .map(Some)
@@ -47,18 +40,52 @@ pub fn get_json<T: DeserializeOwned>(
     }
 }
 
+/// One request with `body` (podman secrets' create sends one), bounded by `timeout`: the
+/// status and the de-chunked body, whatever the status.
+pub fn request(
+    socket: &str,
+    call: &str,
+    method: &str,
+    path: &str,
+    body: &[u8],
+    timeout: Duration,
+) -> Result<(u16, Vec<u8>), PodmanError> {
+    let err = |detail: String| PodmanError::Api {
+        call: call.to_string(),
+        detail,
+    };
+    let raw = exchange(socket, method, path, body, timeout).map_err(|e| match e {
+        Exchange::Connect(detail) => PodmanError::Unreachable {
+            socket: socket.to_string(),
+            detail,
+        },
+        Exchange::Io(detail) => err(detail),
+    })?;
+    parse_response(&raw).map_err(err)
+}
+
 enum Exchange {
     Connect(String),
     Io(String),
 }
 
-fn exchange(socket: &str, path: &str, timeout: Duration) -> Result<Vec<u8>, Exchange> {
+fn exchange(
+    socket: &str,
+    method: &str,
+    path: &str,
+    body: &[u8],
+    timeout: Duration,
+) -> Result<Vec<u8>, Exchange> {
     let deadline = Instant::now() + timeout;
     let mut s = UnixStream::connect(socket).map_err(|e| Exchange::Connect(e.to_string()))?;
     let io = |e: std::io::Error| Exchange::Io(e.to_string());
     s.set_write_timeout(Some(timeout)).map_err(io)?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n");
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: d\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
     s.write_all(request.as_bytes()).map_err(io)?;
+    s.write_all(body).map_err(io)?;
     let mut raw = Vec::new();
     let mut buf = [0u8; 64 * 1024];
     loop {

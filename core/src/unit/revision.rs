@@ -20,17 +20,17 @@ pub fn canonical_text(unit: &UnitFile) -> String {
 }
 
 pub fn revision(unit: &UnitFile) -> String {
-    let digest = Sha256::digest(canonical_text(unit).as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    hex(&Sha256::digest(canonical_text(unit).as_bytes()))
 }
 
 /// Eight hex digits of the sha256 of `text`: tells names apart, secures nothing.
 pub fn short_hash(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .take(4)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&Sha256::digest(text.as_bytes())[..4])
+}
+
+/// Lower-case hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The unit as refit writes it: the canonical entries plus the label naming `revision`.
