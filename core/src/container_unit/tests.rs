@@ -383,3 +383,26 @@ fn template_instances_get_boot_links_and_dropped_ones_lose_them() {
         "check mode made a link"
     );
 }
+
+/// Issue 14: a unit path that is a symlink is never written through, secrets or not.
+#[test]
+fn a_symlinked_unit_path_is_refused_and_its_target_untouched() {
+    let bed = Bed::running_old();
+    let victim = bed.dir.path().join("victim");
+    std::fs::write(&victim, "keep").expect("victim");
+    let unit = bed.dir.path().join("quadlet/hello.container");
+    std::fs::remove_file(&unit).expect("rm");
+    std::os::unix::fs::symlink(&victim, &unit).expect("link");
+    let out = bed.respond(json!({
+        "name": "hello", "image": "svc:1", "state": "present",
+        "secret_env": {"PW": "hunter22"},
+    }));
+    assert_eq!(out["failed"], json!(true), "{out}");
+    assert!(
+        out["msg"]
+            .as_str()
+            .is_some_and(|m| m.contains("is a symlink")),
+        "{out}"
+    );
+    assert_eq!(std::fs::read_to_string(&victim).expect("read"), "keep");
+}

@@ -47,11 +47,10 @@ pub fn oneoff(
         (Some(unit), _) => {
             let name = UnitName::parse(unit)?;
             let path = quadlet_dir.join(name.file_name());
-            let text = match std::fs::read_to_string(&path) {
-                Ok(t) => t,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return Err(SourceError::NoUnit(path));
-                }
+            // A symlink is refused, so no other file's text can reach a message.
+            let text = match crate::state::read_optional(&path) {
+                Ok(Some(t)) => t,
+                Ok(None) => return Err(SourceError::NoUnit(path)),
                 Err(e) => {
                     return Err(SourceError::Read {
                         path,

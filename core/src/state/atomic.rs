@@ -99,13 +99,24 @@ fn sync_dir(dir: &Path) -> Result<(), StateError> {
         .map_err(io_err("fsync", dir))
 }
 
-/// Reads a file that may not exist yet.
+/// Reads a file that may not exist yet. A symlink is refused, not followed: what refit reads
+/// it may write back, and a planted link must not make it echo another file.
 pub fn read_optional(path: &Path) -> Result<Option<String>, StateError> {
-    match std::fs::read_to_string(path) {
-        Ok(s) => Ok(Some(s)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_err("read", path)(e)),
-    }
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path);
+    let mut f = match opened {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+            return Err(StateError::Symlink(path.to_path_buf()));
+        }
+        Err(e) => return Err(io_err("read", path)(e)),
+    };
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut f, &mut text).map_err(io_err("read", path))?;
+    Ok(Some(text))
 }
 
 /// Reads a JSON state file that may not exist yet; a file that does not parse is `Corrupt`.
