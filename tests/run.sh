@@ -50,10 +50,14 @@ if make --no-print-directory -s glibc-check GLIBC_CHECKED=target/debug/stop_serv
     echo "the glibc ceiling check passed target/debug/stop_services, which needs this machine's glibc" >&2
     exit 1
 fi
+step "collection tarball"
+tools/tarball-contents.sh "build/refit-containers-$(tr -d ' \n' < VERSION).tar.gz"
+step "docs (antsibull-docs, any warning fails)"
+timed docs make --no-print-directory docs
 step "ansible-lint (production profile)"
 timed ansible-lint env ANSIBLE_COLLECTIONS_PATH="$REFIT_TESTBED_RUN/collections" ansible-lint --nocolor roles playbooks tests/integration examples extensions
-step "ansible-test sanity"
-timed sanity tests/sanity/run.sh
+step "ansible-core matrix: sanity on each supported core, a flow on each older one"
+timed core-matrix tools/core-matrix.sh
 step "integration"
 timed integration tests/integration/run.sh
 # Molecule's create and destroy bring up and tear down a testbed of their own.

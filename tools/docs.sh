@@ -9,8 +9,11 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -eq 1 ] || { echo "usage: $0 OUT" >&2; exit 64; }
 OUT=$(mkdir -p "$1" && cd "$1" && pwd)
 
+# The collections path lives outside the repo: a link to the checkout inside it would loop.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
 # shellcheck source=tools/doctools.sh
-. "$REPO/tools/doctools.sh" "$OUT"
+. "$REPO/tools/doctools.sh" "$scratch"
 # The sidecar docs are read beside their module, so the binaries must be there.
 for doc in "$REPO"/plugins/modules/*.yml; do
     [ -x "${doc%.yml}" ] || { echo "docs: ${doc%.yml} is not built; run: make modules" >&2; exit 1; }

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by tools/docs.sh and tools/changelog.sh with a scratch dir: puts antsibull-docs,
 # antsibull-changelog and ansible-core (tools/docs-requirements.txt, pinned, in a venv of their
 # own) on PATH, and makes the checkout a collection that ansible-doc finds.

@@ -5,6 +5,8 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 eval "$("$REPO/tests/testbed/testbed.sh" env)"
+# tools/core-matrix.sh runs a scenario on another ansible-core: that venv's bin comes first.
+[ -z "${REFIT_ANSIBLE_BIN:-}" ] || PATH=$REFIT_ANSIBLE_BIN:$PATH
 export ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
 LOGS=${REFIT_TEST_LOGS:-$REFIT_TESTBED_RUN/logs}
 mkdir -p "$LOGS"
