@@ -82,6 +82,10 @@ pub enum UnitError {
     TemplateWithoutInstances(String),
     #[error("{0} is not a template, so it has no instances; name it `NAME@` to run instances")]
     InstancesWithoutTemplate(String),
+    #[error(
+        "canary: {0} is not a template, so it has no instances to hold back; leave canary out, or name it `NAME@`"
+    )]
+    CanaryWithoutTemplate(String),
     #[error("instance {1:?} of {0} is not a valid instance name; use letters, digits and :_.-")]
     BadInstance(String, String),
     #[error("{0} appears twice in `units`; give each unit once")]

@@ -179,6 +179,9 @@ fn target(
     if !name.is_template() && !u.instances.is_empty() {
         return Err(UnitError::InstancesWithoutTemplate(name.file_name()));
     }
+    if !name.is_template() && u.canary.is_some() {
+        return Err(UnitError::CanaryWithoutTemplate(name.file_name()));
+    }
     for i in &u.instances {
         if i.is_empty()
             || !i
