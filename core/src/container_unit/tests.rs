@@ -406,3 +406,31 @@ fn a_symlinked_unit_path_is_refused_and_its_target_untouched() {
     );
     assert_eq!(std::fs::read_to_string(&victim).expect("read"), "keep");
 }
+
+/// Issue 14: `app` and `app@` keep their previous images under two different tags, so a pull
+/// for one never moves the tag a rollback of the other relies on.
+#[test]
+fn a_unit_and_a_template_of_one_name_keep_apart() {
+    let keep_tag_of = |name: &str, unit: &str, instances: Value| {
+        let mut bed = Bed::running_old();
+        bed.podman.containers[0].unit = unit.into();
+        if name.ends_with('@') {
+            bed.systemd = FakeSystemd::with_active(unit, "inv-1");
+        }
+        let out = bed.respond(json!({
+            "name": name, "image": "svc:1", "pull": "always", "state": "present",
+            "instances": instances,
+        }));
+        assert_eq!(out["failed"], json!(false), "{out}");
+        let calls = bed.podman.calls.lock().expect("calls").clone();
+        calls
+            .iter()
+            .find_map(|c| c.strip_prefix("tag old-id ").map(str::to_string))
+            .unwrap_or_else(|| panic!("no keep tag in {calls:?}"))
+    };
+    let plain = keep_tag_of("hello", "hello.service", json!([]));
+    let template = keep_tag_of("hello@", "hello@1.service", json!(["1"]));
+    assert!(plain.starts_with("localhost/refit-keep/hello-"), "{plain}");
+    assert!(template.starts_with("localhost/refit-keep/hello-"), "{template}");
+    assert_ne!(plain, template);
+}
