@@ -431,6 +431,9 @@ fn a_unit_and_a_template_of_one_name_keep_apart() {
     let plain = keep_tag_of("hello", "hello.service", json!([]));
     let template = keep_tag_of("hello@", "hello@1.service", json!(["1"]));
     assert!(plain.starts_with("localhost/refit-keep/hello-"), "{plain}");
-    assert!(template.starts_with("localhost/refit-keep/hello-"), "{template}");
+    assert!(
+        template.starts_with("localhost/refit-keep/hello-"),
+        "{template}"
+    );
     assert_ne!(plain, template);
 }
