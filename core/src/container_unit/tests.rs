@@ -169,6 +169,9 @@ fn secret_env_becomes_a_podman_secret_and_rotates_by_revision() {
         calls[0].starts_with("secret create refit-hello-db_password-"),
         "{calls:?}"
     );
+    let again = deploy("hunter22");
+    assert_eq!(again["changed"], json!(false), "{again}");
+    assert_eq!(bed.podman.calls.lock().expect("calls").len(), calls.len());
     // The first revision converged: its secret must outlive a rotation, for a rollback.
     let state = crate::state::StateDir::new(bed.dir.path().join("state"));
     let ran = crate::state::RevisionRecord {
