@@ -84,6 +84,9 @@ pub static SPEC: ModuleSpec = ModuleSpec {
     options: &OPTIONS,
     mutually_exclusive: &[
         &["unit", "image"],
+        // A unit's volumes and network come from its file; these two would be ignored.
+        &["unit", "volumes"],
+        &["unit", "network"],
         &["migrations", "unit"],
         &["migrations", "image"],
     ],
