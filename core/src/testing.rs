@@ -157,6 +157,7 @@ impl Podman for FakePodman {
             String::new()
         };
         Ok(Finished::Exited(OneOffResult {
+            adopted: false,
             rc: self.oneoff_rc,
             output,
         }))

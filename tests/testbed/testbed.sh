@@ -12,6 +12,7 @@
 #                                  build a new test image and push it under REPO:TAG
 #   testbed.sh archive OUT REF...  pull REFs from the registry and `podman save -m` them to OUT
 #   testbed.sh registry stop|start take the registry away (offline tests) and bring it back
+#   testbed.sh registry pause|resume  freeze the registry (it stops answering) and thaw it
 #   testbed.sh env                 print the exports that point Ansible at this bed
 #
 # Where things live:
@@ -164,6 +165,8 @@ EOF
 }
 
 stop_registry() {
+    # A paused registry takes no TERM until it runs again.
+    [ -f "$RUN/registry.pid" ] && kill -CONT "$(cat "$RUN/registry.pid")" 2> /dev/null
     stop_pidfile "$RUN/registry.pid"
 }
 
@@ -437,7 +440,10 @@ main() {
         case ${1:-} in
         stop) stop_registry ;;
         start) start_registry ;;
-        *) die "usage: $0 registry stop|start" ;;
+        # A registry that stops answering, connections held open and unserved, and its return.
+        pause) kill -STOP "$(cat "$RUN/registry.pid")" ;;
+        resume) kill -CONT "$(cat "$RUN/registry.pid")" ;;
+        *) die "usage: $0 registry stop|start|pause|resume" ;;
         esac
         ;;
     env) cmd_env ;;

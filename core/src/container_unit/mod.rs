@@ -318,7 +318,8 @@ fn validate(p: &Params) -> Result<(), UnitError> {
 pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, UnitError> {
     // Every parameter is checked before the first podman or systemd call.
     validate(&p)?;
-    let podman = crate::podman::PodmanApi::connect(&p.podman_socket)?;
+    let podman = crate::podman::PodmanApi::connect(&p.podman_socket)?
+        .with_pull_timeout(Duration::from_secs(p.timeout));
     let registry = crate::registry::HttpRegistry::from_host();
     run(p, inv, &Host::real(&podman, &registry))
 }

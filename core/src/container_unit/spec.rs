@@ -94,7 +94,7 @@ const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
         "When the new revision fails to converge, restore the previous unit text and image and start it again.",
     )
     .default(Default::Bool(true)),
-    OptionSpec::new("timeout", Kind::Int, "Seconds to wait for each batch of a unit to converge.").default(Default::Int(120)),
+    OptionSpec::new("timeout", Kind::Int, "Seconds to wait for each batch of a unit to converge, and the bound of each image pull.").default(Default::Int(120)),
     OptionSpec::new(
         "min_healthy_time",
         Kind::Int,

@@ -390,7 +390,16 @@ fn run_one(
                 return finish(report, true, msg, true);
             }
             save_stamp(state, &stamp_path, &stamp("migrated"))?;
-            let msg = format!("{}: migrated for image {}", oneoff.source, short(&image_id));
+            let adopted = if r.adopted {
+                " (by the container an interrupted run had started, which this run waited for)"
+            } else {
+                ""
+            };
+            let msg = format!(
+                "{}: migrated for image {}{adopted}",
+                oneoff.source,
+                short(&image_id)
+            );
             finish(report, true, msg, false)
         }
     }

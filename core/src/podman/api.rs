@@ -19,6 +19,9 @@ pub struct PodmanApi {
     docker: Docker,
     socket: String,
     rt: tokio::runtime::Runtime,
+    /// The bound of a whole pull: a registry that stops answering mid-pull must not hold a
+    /// run for longer.
+    pull_timeout: Duration,
 }
 
 /// Seconds any single API request may take before it is given up; pulls drain a stream and
@@ -42,7 +45,14 @@ impl PodmanApi {
             docker,
             socket: socket.to_string(),
             rt,
+            pull_timeout: Duration::from_secs(REQUEST_TIMEOUT_SECS),
         })
+    }
+
+    /// Bounds each pull, stream and all, by `timeout`.
+    pub fn with_pull_timeout(mut self, timeout: Duration) -> Self {
+        self.pull_timeout = timeout;
+        self
     }
 
     fn api_err(call: &str) -> impl Fn(bollard::errors::Error) -> PodmanError + '_ {
@@ -96,19 +106,16 @@ impl Podman for PodmanApi {
             image: image.to_string(),
             detail,
         };
-        self.rt.block_on(async {
-            let mut stream = self.docker.create_image(Some(opts), None, None);
-            while let Some(item) = stream.next().await {
-                let info = item.map_err(|e| pull_err(e.to_string()))?;
-                if let Some(err) = info.error_detail.and_then(|d| d.message) {
-                    return Err(pull_err(err));
-                }
-                if let Some(status) = info.status {
-                    tracing::info!(image, %status, "pull");
-                }
-            }
-            Ok(())
-        })?;
+        // The timer is made inside the runtime: tokio's time driver exists only there.
+        let drained = self.rt.block_on(async {
+            tokio::time::timeout(self.pull_timeout, self.drain_pull(image, opts)).await
+        });
+        drained.map_err(|_| {
+            pull_err(format!(
+                "the registry did not finish sending it within {} s (the unit's timeout)",
+                self.pull_timeout.as_secs()
+            ))
+        })??;
         self.image_id(image)?
             .ok_or_else(|| pull_err("the pull reported success but the image is not local".into()))
     }
@@ -276,6 +283,33 @@ impl PodmanApi {
             });
         }
         Ok(out)
+    }
+
+    /// Drains a pull's progress stream; the first error in it is the pull's.
+    async fn drain_pull(
+        &self,
+        image: &str,
+        opts: bollard::query_parameters::CreateImageOptions,
+    ) -> Result<(), PodmanError> {
+        let pull_err = |detail: String| PodmanError::Pull {
+            image: image.to_string(),
+            detail,
+        };
+        let mut stream = self.docker.create_image(Some(opts), None, None);
+        while let Some(item) = stream.next().await {
+            let info = item.map_err(|e| pull_err(e.to_string()))?;
+            if let Some(err) = info.error_detail.and_then(|d| d.message) {
+                return Err(pull_err(err));
+            }
+            if let Some(status) = info.status {
+                tracing::info!(image, %status, "pull");
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn socket(&self) -> &str {
+        &self.socket
     }
 
     pub(super) fn docker(&self) -> &Docker {

@@ -1,14 +1,21 @@
-//! One-off containers (migrations): create, start, wait with a deadline, collect the output,
-//! and always remove the container, on success, failure and timeout alike.
+//! One-off containers (migrations): create, start, wait with a deadline, collect the output
+//! (its tail, bounded), and always remove the container, on success, failure and timeout alike.
+//!
+//! A run killed while its one-off ran leaves the container behind, still migrating. The next
+//! run of the same command on the same image adopts it: waits for it and takes its exit as the
+//! result, so a migration never runs twice side by side, nor twice in a row. Any other leftover
+//! of the same unit is removed before a new one starts.
 
-use super::PodmanError;
 use super::api::PodmanApi;
+use super::{PodmanError, wire};
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, KillContainerOptions, LogsOptionsBuilder,
     RemoveContainerOptionsBuilder, StartContainerOptions, WaitContainerOptions,
 };
 use futures_util::StreamExt;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -24,11 +31,53 @@ pub struct OneOff {
     pub labels: HashMap<String, String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OneOffResult {
     pub rc: i64,
-    /// stdout and stderr, interleaved as the container wrote them.
+    /// The last MAX_OUTPUT bytes of stdout and stderr, interleaved as the container wrote them.
     pub output: String,
+    /// The container was a killed run's, of the same command and image, and this run waited
+    /// for it instead of starting another.
+    pub adopted: bool,
+}
+
+/// The label that groups a unit's one-off containers.
+pub const SOURCE_LABEL: &str = "io.refit.migration";
+/// The label that says which command on which image a one-off runs.
+const KEY_LABEL: &str = "io.refit.migration.key";
+/// How much of a one-off's output is kept: its tail.
+const MAX_OUTPUT: usize = 64 * 1024;
+
+impl OneOff {
+    /// What makes two one-offs the same work: the image and the command.
+    fn key(&self) -> String {
+        let mut h = Sha256::new();
+        h.update(self.image.as_bytes());
+        for w in &self.command {
+            h.update([0]);
+            h.update(w.as_bytes());
+        }
+        format!("{:x}", h.finalize())[..32].to_string()
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Listed {
+    id: String,
+    #[serde(default)]
+    labels: Option<HashMap<String, String>>,
+}
+
+/// Keeps the tail of a growing output within MAX_OUTPUT, on a character boundary.
+fn keep_tail(output: &mut String) {
+    if output.len() > 2 * MAX_OUTPUT {
+        let mut cut = output.len() - MAX_OUTPUT;
+        while !output.is_char_boundary(cut) {
+            cut += 1;
+        }
+        output.drain(..cut);
+    }
 }
 
 pub enum Finished {
@@ -48,11 +97,15 @@ impl PodmanApi {
                 detail: e.to_string(),
             }
         };
+        let key = spec.key();
+        let mut labels = spec.labels.clone();
+        labels.insert(KEY_LABEL.to_string(), key.clone());
+        let adopted = self.sweep_leftovers(spec, &key)?;
         let body = ContainerCreateBody {
             image: Some(spec.image.clone()),
             cmd: Some(spec.command.clone()),
             env: Some(spec.env.clone()),
-            labels: Some(spec.labels.clone()),
+            labels: Some(labels),
             host_config: Some(HostConfig {
                 binds: Some(spec.volumes.clone()),
                 network_mode: spec.network.clone(),
@@ -62,16 +115,23 @@ impl PodmanApi {
         };
         let docker = self.docker();
         self.block_on(async {
-            let created = docker
-                .create_container(Some(CreateContainerOptionsBuilder::new().build()), body)
-                .await
-                .map_err(api("container create"))?;
-            let id = created.id;
+            let id = match &adopted {
+                Some(id) => id.clone(),
+                None => {
+                    docker
+                        .create_container(Some(CreateContainerOptionsBuilder::new().build()), body)
+                        .await
+                        .map_err(api("container create"))?
+                        .id
+                }
+            };
             let outcome = async {
-                docker
-                    .start_container(&id, None::<StartContainerOptions>)
-                    .await
-                    .map_err(api("container start"))?;
+                if adopted.is_none() {
+                    docker
+                        .start_container(&id, None::<StartContainerOptions>)
+                        .await
+                        .map_err(api("container start"))?;
+                }
                 let waited = tokio::time::timeout(timeout, async {
                     let mut stream = docker.wait_container(&id, None::<WaitContainerOptions>);
                     match stream.next().await {
@@ -96,9 +156,19 @@ impl PodmanApi {
                 let mut logs = docker.logs(&id, Some(opts));
                 while let Some(Ok(chunk)) = logs.next().await {
                     output.push_str(&chunk.to_string());
+                    keep_tail(&mut output);
                 }
+                let mut cut = output.len().saturating_sub(MAX_OUTPUT);
+                while !output.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                output.drain(..cut);
                 Ok(match waited {
-                    Ok(rc) => Finished::Exited(OneOffResult { rc: rc?, output }),
+                    Ok(rc) => Finished::Exited(OneOffResult {
+                        rc: rc?,
+                        output,
+                        adopted: adopted.is_some(),
+                    }),
                     Err(_) => Finished::TimedOut { output },
                 })
             }
@@ -116,5 +186,76 @@ impl PodmanApi {
             removed?;
             Ok(outcome)
         })
+    }
+}
+
+impl PodmanApi {
+    /// Removes the unit's leftover one-offs, but for one of the same work (image and command),
+    /// which is returned to be adopted.
+    fn sweep_leftovers(&self, spec: &OneOff, key: &str) -> Result<Option<String>, PodmanError> {
+        let Some(source) = spec.labels.get(SOURCE_LABEL) else {
+            return Ok(None);
+        };
+        let filters = serde_json::json!({ "label": [format!("{SOURCE_LABEL}={source}")] });
+        let path = format!(
+            "/v1.41/containers/json?all=true&filters={}",
+            wire::encode(&filters.to_string())
+        );
+        let listed: Vec<Listed> = wire::get_json(
+            self.socket(),
+            "container list",
+            &path,
+            std::time::Duration::from_secs(30),
+        )?
+        .unwrap_or_default();
+        let mut adopt = None;
+        for c in listed {
+            let same = c
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(KEY_LABEL))
+                .is_some_and(|k| k == key);
+            if same && adopt.is_none() {
+                adopt = Some(c.id);
+                continue;
+            }
+            let rm = RemoveContainerOptionsBuilder::new().force(true).build();
+            self.block_on(self.docker().remove_container(&c.id, Some(rm)))
+                .map_err(|e| PodmanError::Api {
+                    call: "container remove".into(),
+                    detail: e.to_string(),
+                })?;
+        }
+        Ok(adopt)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_work_has_the_same_key_and_other_work_another() {
+        let a = OneOff {
+            image: "img1".into(),
+            command: vec!["/bin/migrate".into()],
+            ..OneOff::default()
+        };
+        let mut b = a.clone();
+        b.env.push("X=1".into());
+        assert_eq!(a.key(), b.key());
+        let c = OneOff {
+            command: vec!["/bin/migrate".into(), "--check".into()],
+            ..a.clone()
+        };
+        assert_ne!(a.key(), c.key());
+    }
+
+    #[test]
+    fn the_output_keeps_its_tail_within_the_bound() {
+        let mut out = "é".repeat(MAX_OUTPUT * 2);
+        keep_tail(&mut out);
+        assert!(out.len() <= MAX_OUTPUT + 1, "{}", out.len());
+        assert!(out.ends_with('é'));
     }
 }

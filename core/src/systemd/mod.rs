@@ -15,6 +15,10 @@ pub enum SystemdError {
         code: i32,
         stderr: String,
     },
+    #[error(
+        "`{command}` did not finish within {secs} s and was killed; check `systemctl list-jobs` and systemd's health on the host"
+    )]
+    Hung { command: String, secs: u64 },
     #[error("cannot run `{0}`: {1}; is systemd installed and is this a systemd host?")]
     Spawn(String, std::io::Error),
 }

@@ -2,26 +2,81 @@
 
 use super::show::{PROPERTIES, UnitStatus, parse_show};
 use super::{Job, Systemd, SystemdError};
-use std::process::Command;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Default, Clone)]
 pub struct Systemctl;
 
+/// How long a call may take. A job that waits (`run_job`) is bounded by systemd's own stop and
+/// start timeouts (90 s by default) and gets more; a hung systemd or D-Bus never holds a run
+/// for longer than these.
+const QUICK: Duration = Duration::from_secs(60);
+const JOB: Duration = Duration::from_secs(300);
+
 fn run(program: &str, args: &[&str]) -> Result<String, SystemdError> {
+    run_bounded(program, args, QUICK)
+}
+
+fn run_bounded(program: &str, args: &[&str], bound: Duration) -> Result<String, SystemdError> {
     let command = format!("{program} {}", args.join(" "));
     tracing::debug!(%command, "running");
-    let out = Command::new(program)
+    let mut child = Command::new(program)
         .args(args)
-        .output()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .map_err(|e| SystemdError::Spawn(command.clone(), e))?;
-    if !out.status.success() {
+    // Drained beside the wait, so a full pipe never stalls the child.
+    let drain = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(
+        child
+            .stdout
+            .take()
+            .map(|o| Box::new(o) as Box<dyn Read + Send>),
+    );
+    let err = drain(
+        child
+            .stderr
+            .take()
+            .map(|e| Box::new(e) as Box<dyn Read + Send>),
+    );
+    let deadline = Instant::now() + bound;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(SystemdError::Hung {
+                    command,
+                    secs: bound.as_secs(),
+                });
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(SystemdError::Spawn(command, e)),
+        }
+    };
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    if !status.success() {
         return Err(SystemdError::Failed {
             command,
-            code: out.status.code().unwrap_or(-1),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            code: status.code().unwrap_or(-1),
+            stderr: String::from_utf8_lossy(&stderr).trim().to_string(),
         });
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(String::from_utf8_lossy(&stdout).into_owned())
 }
 
 fn with_units<'a>(mut args: Vec<&'a str>, units: &'a [String]) -> Vec<&'a str> {
@@ -59,7 +114,7 @@ impl Systemd for Systemctl {
         if units.is_empty() {
             return Ok(());
         }
-        run("systemctl", &with_units(vec![job.verb()], units)).map(drop)
+        run_bounded("systemctl", &with_units(vec![job.verb()], units), JOB).map(drop)
     }
 
     fn reset_failed(&self, units: &[String]) -> Result<(), SystemdError> {
@@ -94,6 +149,19 @@ fn tail_of_interest(text: &str, lines: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_call_past_its_bound_is_killed_and_named() {
+        let e = super::run_bounded("sleep", &["5"], std::time::Duration::from_millis(200))
+            .expect_err("bounded");
+        assert!(
+            e.to_string()
+                .contains("`sleep 5` did not finish within 0 s"),
+            "{e}"
+        );
+        let out = super::run_bounded("echo", &["hi"], std::time::Duration::from_secs(5));
+        assert_eq!(out.expect("echo").trim(), "hi");
+    }
+
     #[test]
     fn podman_events_are_left_out_of_the_tail() {
         let text = "a systemd[1]: Starting x\nb podman[7]: container create\nc x[9]: crashing now\nd conmon[3]: <nwarn>\n";
