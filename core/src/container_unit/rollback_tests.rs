@@ -234,7 +234,7 @@ fn r13_a_dependency_that_failed_ends_the_wait_at_once_and_is_named() {
     assert_eq!(out["failed"], json!(true), "{out}");
     let msg = out["msg"].as_str().unwrap_or_default();
     assert!(
-        msg.contains("because a dependency failed: db.service is failed (Result=exit-code)"),
+        msg.contains("because a dependency failed: db.service is failed/failed (Result=exit-code)"),
         "{msg}"
     );
     assert!(

@@ -41,8 +41,8 @@ impl Job {
     }
 }
 
-/// Why a start left `st` down: the units it requires that are failed or inactive, with their
-/// results, or its own result when none is to blame.
+/// Why a start left `st` down: the units it requires that are not up (failed, inactive, or
+/// between restarts), with their state and result, or its own result when none is to blame.
 pub fn why_down(systemd: &dyn Systemd, st: &UnitStatus) -> String {
     let reqs = st.requirements();
     let blamed: Vec<String> = systemd
@@ -50,14 +50,15 @@ pub fn why_down(systemd: &dyn Systemd, st: &UnitStatus) -> String {
         .unwrap_or_default()
         .iter()
         .filter(|r| {
-            r.active_state() == "failed"
-                || (r.active_state() == "inactive" && r.get("Type") != "oneshot")
+            let done_oneshot = r.get("Type") == "oneshot" && r.active_state() == "inactive";
+            r.active_state() != "active" && !done_oneshot
         })
         .map(|r| {
             format!(
-                "{} is {} (Result={})",
+                "{} is {}/{} (Result={})",
                 r.name,
                 r.active_state(),
+                r.get("SubState"),
                 r.get("Result")
             )
         })

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Starts a refit update against HOST in the background and kill -9s it in PHASE: the controller
+# (ansible-playbook and its process group) or the module running on the host. Then waits until
+# the controller has ended and no refit module runs on the host, and for FAULT_QUIET_SECONDS
+# (default 3, more than the lease grace the caller gives), so the caller's rerun meets an
+# interrupted run, not a live one. Prints one line: what it killed, and when.
+#
+#   kill_in_phase.sh HOST PHASE TARGET LOG [ANSIBLE-PLAYBOOK ARGS...]
+#   PHASE:  fetch | migrate | start | recover;  TARGET: controller | module
+set -euo pipefail
+host=$1 phase=$2 target=$3 log=$4
+shift 4
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
+bed=$repo/tests/testbed/testbed.sh
+modules='ansible-tmp-[^ ]*/(AnsiballZ_)?(container_unit|run_migrations|stop_services|flow_state) '
+
+# Runs on the host, so a phase is caught and struck within milliseconds: a module process of
+# the phase (told by the module and the state in its args file, argv[1]) or, for migrate, the
+# migration's one-off container running. At most 1200 looks, about 60 s.
+watch=$(cat <<'SH'
+phase=$1 target=$2 modules=$3
+i=0
+while [ $i -lt 1200 ]; do
+    for p in $(pgrep -f "$modules"); do
+        cmd=$(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null) || continue
+        args=${cmd#* }; args=${args%% *}
+        case $phase in
+        fetch) case $cmd in *container_unit*) grep -qs '"state": "present"' "$args" || continue ;; *) continue ;; esac ;;
+        start) case $cmd in *container_unit*) grep -qs '"state": "started"' "$args" || continue ;; *) continue ;; esac ;;
+        recover) case $cmd in *container_unit*) grep -qs '"state": "rolled_back"' "$args" || continue ;; *) continue ;; esac ;;
+        migrate) case $cmd in *run_migrations*) podman ps -q --filter label=io.refit.migration | grep -q . || continue ;; *) continue ;; esac ;;
+        esac
+        [ "$target" = module ] && kill -KILL "$p"
+        exit 0
+    done
+    i=$((i + 1))
+    sleep 0.05
+done
+exit 1
+SH
+)
+
+t0=$(date +%s%3N)
+setsid ansible-playbook refit.containers.update -e "refit_hosts=$host" "$@" > "$log" 2>&1 &
+pid=$!
+if ! "$bed" exec "$host" sh -c "$watch" watch "$phase" "$target" "$modules"; then
+    kill -KILL -- "-$pid" 2> /dev/null || true
+    echo "phase $phase was never seen in $(($(date +%s%3N) - t0)) ms; the run's log:" >&2
+    tail -n 30 "$log" >&2
+    exit 1
+fi
+at=$(($(date +%s%3N) - t0))
+[ "$target" = controller ] && kill -KILL -- "-$pid"
+# The controller ends (killed, or through its own recovery after a killed module), and every
+# module it left on the host finishes: both bounded.
+for _ in $(seq 600); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
+for _ in $(seq 600); do
+    "$bed" exec "$host" pgrep -f "$modules" > /dev/null 2>&1 || break
+    sleep 0.1
+done
+sleep "${FAULT_QUIET_SECONDS:-3}"
+echo "killed the $target in $phase after $at ms"
