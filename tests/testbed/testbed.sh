@@ -27,7 +27,7 @@ REGISTRY=127.0.0.1:5000
 ROOTFS=$CACHE/rootfs-trixie
 VENV=$CACHE/venv
 # Bump when the rootfs recipe below changes, so cached rootfs are rebuilt.
-ROOTFS_RECIPE=3
+ROOTFS_RECIPE=4
 # ansible-core 2.20+ needs Python 3.12; this machine has 3.11.
 PY_SPECS=('ansible-core>=2.19,<2.20' 'ansible-lint>=25.12,<26' 'molecule==26.10.0')
 CGROUP_HIERARCHIES=(/sys/fs/cgroup/unified /sys/fs/cgroup/systemd)
@@ -64,7 +64,7 @@ debian_mirror() {
     echo "${REFIT_TESTBED_MIRROR:-$uri}"
 }
 
-host_packages=(podman runc conmon busybox-static docker-registry skopeo debootstrap
+host_packages=(podman runc conmon busybox-static docker-registry skopeo debootstrap openssh-client
     systemd-container iproute2 curl python3-venv util-linux)
 
 install_host_packages() {
@@ -106,7 +106,7 @@ build_rootfs() {
     log "rootfs: debootstrap trixie into $ROOTFS (about a minute)"
     rm -rf "$ROOTFS" "$ROOTFS.partial"
     debootstrap --variant=minbase \
-        --include=systemd,systemd-sysv,dbus,podman,python3,iproute2,procps,ca-certificates,curl \
+        --include=systemd,systemd-sysv,dbus,podman,python3,iproute2,procps,ca-certificates,curl,openssh-server \
         trixie "$ROOTFS.partial" "$(debian_mirror)" > "$CACHE/debootstrap.log" 2>&1 ||
         die "debootstrap failed; see $CACHE/debootstrap.log"
     local r=$ROOTFS.partial
@@ -120,6 +120,15 @@ default_sysctls = []
 keyring = false
 EOF
     registries_conf > "$r/etc/containers/registries.conf.d/50-refit-testbed.conf"
+    # Real SSH as users have it. The hosts share this machine's network, so each sshd listens on
+    # loopback only, on a port of its own (ssh_setup), and takes only the bed's key.
+    cat > "$r/etc/ssh/sshd_config.d/50-testbed.conf" <<'EOF'
+ListenAddress 127.0.0.1
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+UseDNS no
+EOF
     # Every host serves the podman API, the way refit's modules reach podman.
     mkdir -p "$r/etc/systemd/system/sockets.target.wants"
     ln -sf /usr/lib/systemd/system/podman.socket "$r/etc/systemd/system/sockets.target.wants/podman.socket"
@@ -239,6 +248,25 @@ push_images() {
 }
 
 host_dir() { echo "$RUN/hosts/$1"; }
+ssh_port_conf() { echo "$(host_dir "$1")/root/etc/ssh/sshd_config.d/60-testbed-port.conf"; }
+ssh_port() { awk '{print $2}' "$(ssh_port_conf "$1")"; }
+
+# Gives a new host its sshd port (the next after those of the hosts up) and root the bed's key,
+# made once per bed in $RUN/ssh. A reboot keeps both: they live on the host's disk.
+ssh_setup() {
+    local name=$1 conf used
+    conf=$(ssh_port_conf "$name")
+    if [ ! -s "$conf" ]; then
+        used=$(cat "$RUN"/hosts/*/root/etc/ssh/sshd_config.d/60-testbed-port.conf 2>/dev/null | awk '{print $2}' | sort -n | tail -n 1 || true)
+        echo "Port $((${used:-2200} + 1))" > "$conf"
+    fi
+    if [ ! -f "$RUN/ssh/id_ed25519" ]; then
+        install -d -m 0700 "$RUN/ssh"
+        ssh-keygen -q -t ed25519 -N '' -C refit-testbed -f "$RUN/ssh/id_ed25519"
+    fi
+    install -d -m 0700 "$(host_dir "$name")/root/root/.ssh"
+    install -m 0600 "$RUN/ssh/id_ed25519.pub" "$(host_dir "$name")/root/root/.ssh/authorized_keys"
+}
 leader_pid() { pgrep -P "$(cat "$(host_dir "$1")/nspawn.pid")" 2>/dev/null | head -1; }
 
 boot_host() {
@@ -252,6 +280,7 @@ boot_host() {
         od -An -N16 -tx1 /dev/urandom | tr -d ' \n' > "$d/root/etc/machine-id"
         echo >> "$d/root/etc/machine-id"
     fi
+    ssh_setup "$name"
     # Each guest gets its own cgroup; with --keep-unit they would otherwise all share one.
     for h in "${CGROUP_HIERARCHIES[@]}"; do mkdir -p "$h/refit-testbed-$name"; done
     (
@@ -324,14 +353,19 @@ write_ansible_config() {
     {
         echo "[testhosts]"
         for name in "$@"; do
-            echo "$name ansible_connection=refit_testhost refit_testhost_pid=$(leader_pid "$name") testbed_port_base=$port refit_port_base=$((port + 200))"
+            echo "$name ansible_connection=refit_testhost refit_testhost_pid=$(leader_pid "$name") testbed_port_base=$port refit_port_base=$((port + 200)) ansible_host=127.0.0.1 ansible_port=$(ssh_port "$name")"
             port=$((port + 100))
         done
         echo
         echo "[testhosts:vars]"
         echo "ansible_python_interpreter=/usr/bin/python3"
         echo "testbed_registry=$REGISTRY"
+        echo "ansible_user=root"
+        echo "ansible_ssh_private_key_file=$RUN/ssh/id_ed25519"
+        echo "ansible_ssh_common_args='-o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no'"
     } > "$RUN/inventory.ini"
+    # The same hosts over real SSH: ANSIBLE_INVENTORY=$RUN/inventory-ssh.ini.
+    sed 's/ ansible_connection=refit_testhost / ansible_connection=ssh /' "$RUN/inventory.ini" > "$RUN/inventory-ssh.ini"
     mkdir -p "$RUN/collections"
     cat > "$RUN/ansible.cfg" <<EOF
 [defaults]
