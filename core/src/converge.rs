@@ -113,16 +113,18 @@ pub fn wait_converged(
             }
             _ => {}
         }
+        // A counter that drops is systemd resetting it for the new job (seen as 1 -> 0 just
+        // after a restart out of an auto-restart loop); only a rise, or another invocation, is
+        // a restart under watch.
         match &seen {
-            None => seen = Some((invocation.clone(), st.n_restarts())),
-            Some((inv, n)) if *inv != invocation || *n != st.n_restarts() => {
+            Some((inv, n)) if *inv != invocation || st.n_restarts() > *n => {
                 return Err(fail(format!(
                     "the service restarted while being watched (NRestarts {} -> {}): it is crash-looping",
                     n,
                     st.n_restarts()
                 )));
             }
-            Some(_) => {}
+            _ => seen = Some((invocation.clone(), st.n_restarts())),
         }
         let mut good = st.active_state() == "active";
         let mut container_id = String::new();
@@ -179,4 +181,104 @@ pub fn wait_converged(
 
 pub fn short(id: &str) -> &str {
     &id[..id.len().min(12)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::podman::{ContainerInfo, ContainerState};
+    use crate::systemd::{Job, SystemdError, UnitStatus};
+    use crate::testing::{FakeClock, FakePodman};
+    use std::sync::Mutex;
+
+    /// systemd answering `show` from a script, one status per call, the last one repeated.
+    struct Scripted(Mutex<Vec<(&'static str, &'static str, &'static str)>>);
+
+    impl Systemd for Scripted {
+        fn show(&self, units: &[String]) -> Result<Vec<UnitStatus>, SystemdError> {
+            let mut script = self.0.lock().expect("script");
+            let (inv, active, restarts) = if script.len() > 1 {
+                script.remove(0)
+            } else {
+                script[0]
+            };
+            let props = [
+                ("InvocationID", inv),
+                ("ActiveState", active),
+                ("SubState", "running"),
+                ("NRestarts", restarts),
+                ("Job", ""),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+            Ok(vec![UnitStatus {
+                name: units[0].clone(),
+                props,
+            }])
+        }
+        fn daemon_reload(&self) -> Result<(), SystemdError> {
+            Ok(())
+        }
+        fn enqueue(&self, _: Job, _: &[String]) -> Result<(), SystemdError> {
+            Ok(())
+        }
+        fn run_job(&self, _: Job, _: &[String]) -> Result<(), SystemdError> {
+            Ok(())
+        }
+        fn reset_failed(&self, _: &[String]) -> Result<(), SystemdError> {
+            Ok(())
+        }
+        fn journal_tail(&self, _: &str, _: usize) -> String {
+            String::new()
+        }
+    }
+
+    fn wait(
+        script: Vec<(&'static str, &'static str, &'static str)>,
+    ) -> Result<Converged, WaitError> {
+        let podman = FakePodman {
+            containers: vec![ContainerInfo {
+                id: "c1".into(),
+                image_id: "img".into(),
+                revision: Some("rev".into()),
+                unit: "a.service".into(),
+                state: ContainerState::Running,
+                health: None,
+            }],
+            ..FakePodman::default()
+        };
+        let exp = Expectation {
+            service: "a.service".into(),
+            revision: "rev".into(),
+            image_id: "img".into(),
+            needs_health: false,
+            previous_invocation: Some("old".into()),
+            min_healthy: Duration::from_secs(1),
+            timeout: Duration::from_secs(30),
+        };
+        wait_converged(
+            &Scripted(Mutex::new(script)),
+            &podman,
+            &FakeClock::default(),
+            &exp,
+        )
+    }
+
+    #[test]
+    fn a_restart_counter_that_systemd_resets_is_not_a_crash_loop() {
+        let out = wait(vec![
+            ("old", "active", "1"),
+            ("new", "activating", "1"),
+            ("new", "active", "0"),
+        ]);
+        assert_eq!(out.expect("converged").invocation_id, "new");
+    }
+
+    #[test]
+    fn a_restart_counter_that_rises_is_a_crash_loop() {
+        let out = wait(vec![("new", "active", "0"), ("new", "active", "1")]);
+        let msg = out.expect_err("crash loop").to_string();
+        assert!(msg.contains("NRestarts 0 -> 1"), "{msg}");
+    }
 }
