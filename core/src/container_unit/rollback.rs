@@ -54,17 +54,18 @@ impl Applier<'_> {
                 report.actions.push("rollback".into());
                 note
             }
-            Err(RollbackError::NothingEarlier(unit)) if obs.file_text.is_none() => {
-                // A first install that failed: put the host back as it was, without it.
-                let cleared = self.clear_first_install(t, replaced);
-                format!(
-                    "{}; {}",
-                    RollbackError::NothingEarlier(unit),
-                    match cleared {
-                        Ok(()) => "its new unit file was removed and its services stopped".into(),
-                        Err(e) => format!("removing its new unit file failed too: {e}"),
+            Err(RollbackError::NothingEarlier(unit)) => {
+                // Nothing of this unit ever converged: its new revision must not be left
+                // running. A unit this run installed goes too, as before the run.
+                let first_install = obs.file_text.is_none();
+                let what = match self.stop_new(t, replaced, first_install) {
+                    Ok(()) if first_install => {
+                        "its new unit file was removed and its services stopped".to_string()
                     }
-                )
+                    Ok(()) => "its services were stopped".to_string(),
+                    Err(e) => format!("stopping it failed too: {e}"),
+                };
+                format!("{}; {what}", RollbackError::NothingEarlier(unit))
             }
             Err(e) => format!(
                 "The rollback failed: {e}. {}",
@@ -163,16 +164,18 @@ impl Applier<'_> {
         ))
     }
 
-    /// A unit that did not exist before this run, and failed: its services stop and its file
-    /// goes, as before the run.
-    fn clear_first_install(&self, t: &Target, replaced: &[String]) -> Result<(), UnitError> {
+    /// A unit with no revision that ever ran, and failed: its services stop, and a unit file
+    /// this run installed goes, as before the run.
+    fn stop_new(&self, t: &Target, replaced: &[String], remove: bool) -> Result<(), UnitError> {
         for svc in replaced {
             self.host
                 .systemd
                 .run_job(Job::Stop, std::slice::from_ref(svc))?;
         }
-        remove_file(&t.path)?;
-        self.host.systemd.daemon_reload()?;
+        if remove {
+            remove_file(&t.path)?;
+            self.host.systemd.daemon_reload()?;
+        }
         Ok(())
     }
 

@@ -39,7 +39,9 @@ pub fn check_services(host: &Host, services: &[String]) -> Result<(), FlowError>
     let containers = host.podman.unit_containers(&names)?;
     let mut bad = Vec::new();
     for st in &statuses {
-        if st.active_state() == "failed" {
+        // A unit whose file is gone is not installed: systemd may still remember it failed
+        // (until reset-failed), but nothing of it runs, and the run will install it afresh.
+        if st.active_state() == "failed" && st.exists() {
             bad.push(format!(
                 "{} is failed (Result={})",
                 st.name,
