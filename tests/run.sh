@@ -60,6 +60,10 @@ step "ansible-core matrix: sanity on each supported core, a flow on each older o
 timed core-matrix tools/core-matrix.sh
 step "integration"
 timed integration tests/integration/run.sh
+# Users reach their hosts over SSH; the flows again, through each test host's sshd.
+step "flow scenarios over real SSH"
+timed flows-ssh env ANSIBLE_INVENTORY="$REFIT_TESTBED_RUN/inventory-ssh.ini" REFIT_TEST_LOGS="$REFIT_TESTBED_RUN/logs/ssh" \
+    tests/integration/run.sh test_flow_update_upgrade.yml test_flow_serial.yml
 # Molecule's create and destroy bring up and tear down a testbed of their own.
 step "testbed down, for molecule"
 timed testbed-down tests/testbed/testbed.sh down
