@@ -25,7 +25,8 @@ Exit codes:
   2   converged, and something changed (plan: something would change)
   4   refused by preflight: nothing was touched
   64  the command line is wrong
-  130 SIGINT, 143 SIGTERM: passed on to ansible-playbook, which has stopped; rerun to resume";
+  129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM: passed on to ansible-playbook, which has
+      stopped; rerun to resume";
 
 #[derive(Debug, Subcommand)]
 pub enum Command {

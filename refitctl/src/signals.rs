@@ -1,58 +1,57 @@
-//! SIGINT and SIGTERM while ansible-playbook runs. The child runs in a process group of its
-//! own, so a terminal's Ctrl-C reaches refitctl alone, and refitctl passes each signal on to the
-//! whole group (ansible-playbook, its forks, their ssh), as a terminal would. refitctl itself
-//! does not die of it: it keeps its lock until the child has exited, so no second refitctl can
-//! start beside a run that is still stopping, and then exits 128 + the signal. Once the child
-//! has exited, a signal has its default effect again: refitctl ends at once.
+//! The signals that end a job (SIGINT, SIGTERM, and SIGHUP and SIGQUIT, which a terminal sends
+//! too) while ansible-playbook runs. The child runs in a process group of its own, so a
+//! terminal's Ctrl-C reaches refitctl alone, and refitctl passes each signal on to the whole
+//! group (ansible-playbook, its forks, their ssh), as a terminal would. refitctl itself does not
+//! die of it: it keeps its lock until the child has exited, so no second refitctl can start
+//! beside a run that is still stopping, and then exits 128 + the signal. Once the child has
+//! exited, a signal has its default effect again: refitctl ends at once.
 
 use rustix::process::{Pid, Signal};
-use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::{Handle, Signals};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
+/// What refitctl catches and passes on. SIGHUP and SIGQUIT too: a terminal sends them to its
+/// foreground group, which the child is no longer in.
+const CAUGHT: [(Signal, &str); 4] = [
+    (Signal::HUP, "SIGHUP"),
+    (Signal::INT, "SIGINT"),
+    (Signal::QUIT, "SIGQUIT"),
+    (Signal::TERM, "SIGTERM"),
+];
+
+fn caught() -> impl Iterator<Item = i32> {
+    CAUGHT.iter().map(|(s, _)| s.as_raw())
+}
+
 /// A signal that ended a run, and how refitctl then exits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Interrupt {
-    Int,
-    Term,
-}
+pub struct Interrupt(Signal);
 
 impl Interrupt {
     fn from_raw(raw: i32) -> Option<Interrupt> {
-        match raw {
-            SIGINT => Some(Interrupt::Int),
-            SIGTERM => Some(Interrupt::Term),
-            _ => None,
-        }
+        CAUGHT
+            .iter()
+            .find(|(s, _)| s.as_raw() == raw)
+            .map(|(s, _)| Interrupt(*s))
     }
 
     /// 128 + the signal's number, as a shell reports a process the signal ended.
     pub fn code(self) -> u8 {
-        match self {
-            Interrupt::Int => 130,
-            Interrupt::Term => 143,
-        }
+        u8::try_from(128 + self.0.as_raw()).unwrap_or(u8::MAX)
     }
 
     pub fn name(self) -> &'static str {
-        match self {
-            Interrupt::Int => "SIGINT",
-            Interrupt::Term => "SIGTERM",
-        }
-    }
-
-    fn signal(self) -> Signal {
-        match self {
-            Interrupt::Int => Signal::INT,
-            Interrupt::Term => Signal::TERM,
-        }
+        CAUGHT
+            .iter()
+            .find(|(s, _)| *s == self.0)
+            .map_or("a signal", |(_, name)| name)
     }
 }
 
-/// SIGINT and SIGTERM caught, before the child is spawned: one that arrives in between is
-/// kept and passed on as soon as the child's group is known.
+/// The signals caught, before the child is spawned: one that arrives in between is kept and
+/// passed on as soon as the child's group is known.
 pub struct Armed {
     signals: Signals,
     child_gone: Arc<AtomicBool>,
@@ -61,10 +60,10 @@ pub struct Armed {
 impl Armed {
     pub fn new() -> std::io::Result<Armed> {
         let child_gone = Arc::new(AtomicBool::new(false));
-        for signal in [SIGINT, SIGTERM] {
+        for signal in caught() {
             signal_hook::flag::register_conditional_default(signal, Arc::clone(&child_gone))?;
         }
-        let signals = Signals::new([SIGINT, SIGTERM])?;
+        let signals = Signals::new(caught())?;
         Ok(Armed {
             signals,
             child_gone,
@@ -85,7 +84,7 @@ impl Armed {
                 first.get_or_insert(interrupt);
                 if let Some(group) = group {
                     // The group is gone once every member has exited: nothing left to stop.
-                    let _ = rustix::process::kill_process_group(group, interrupt.signal());
+                    let _ = rustix::process::kill_process_group(group, interrupt.0);
                 }
             }
             first
@@ -120,10 +119,15 @@ mod tests {
 
     #[test]
     fn exit_codes_are_128_plus_the_signal() {
-        for (raw, i) in [(SIGINT, Interrupt::Int), (SIGTERM, Interrupt::Term)] {
-            assert_eq!(Interrupt::from_raw(raw), Some(i));
-            assert_eq!(i32::from(i.code()), 128 + raw);
-            assert_eq!(i.signal().as_raw(), raw);
+        for (raw, code, name) in [
+            (1, 129, "SIGHUP"),
+            (2, 130, "SIGINT"),
+            (3, 131, "SIGQUIT"),
+            (15, 143, "SIGTERM"),
+        ] {
+            let i = Interrupt::from_raw(raw).expect("caught");
+            assert_eq!((i.code(), i.name()), (code, name));
         }
+        assert_eq!(Interrupt::from_raw(10), None, "SIGUSR1 is not caught");
     }
 }

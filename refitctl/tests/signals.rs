@@ -1,20 +1,22 @@
-//! SIGTERM and SIGINT sent to refitctl alone, with a fake ansible-playbook that takes a while to
-//! stop: the signal reaches the child, a second refitctl is refused with the first named while
-//! the child is still stopping, and refitctl exits 143 or 130 only after the child has exited.
+//! SIGTERM, SIGINT and SIGHUP sent to refitctl alone, with a fake ansible-playbook that takes
+//! a while to stop: the signal reaches the child, a second refitctl is refused with the first
+//! named while the child is still stopping, and refitctl exits 128 + the signal only after the
+//! child has exited.
 
 use rustix::process::{Pid, Signal};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Records its pid and process group, and on SIGINT or SIGTERM takes a second to stop, leaving
-/// a note of the signal and of the end.
+/// Records its pid and process group, and on SIGINT, SIGTERM or SIGHUP takes a second to stop,
+/// leaving a note of the signal and of the end.
 const FAKE: &str = r#"#!/bin/sh
 read -r _ _ _ _ pgid _ < /proc/$$/stat
 echo "$$ $pgid" > "$FAKE_DIR/child"
 stop() { echo "$1" > "$FAKE_DIR/signal"; sleep 1; echo done > "$FAKE_DIR/done"; exit 0; }
 trap 'stop INT' INT
 trap 'stop TERM' TERM
+trap 'stop HUP' HUP
 i=0
 while [ "$i" -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 exit 3
@@ -122,4 +124,9 @@ fn sigterm_reaches_the_child_and_refitctl_exits_143_after_it() {
 #[test]
 fn sigint_reaches_the_child_and_refitctl_exits_130_after_it() {
     interrupted(Signal::INT, "INT", 130);
+}
+
+#[test]
+fn sighup_of_a_closed_terminal_reaches_the_child_too() {
+    interrupted(Signal::HUP, "HUP", 129);
 }
