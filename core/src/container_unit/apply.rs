@@ -342,11 +342,16 @@ impl Applier<'_> {
     pub(super) fn begin(&self, service: &str, job: Job) -> Result<String, UnitError> {
         let units = [service.to_string()];
         self.host.systemd.reset_failed(&units)?;
-        let previous = self
-            .host
-            .systemd
-            .show(&units)?
-            .first()
+        let mut status = self.host.systemd.show(&units)?.into_iter().next();
+        let mut job = job;
+        // A unit between crash-loop restarts has one of its own scheduled; it would run
+        // beside this job and pass for a crash loop of the new revision. Stop it first.
+        if status.as_ref().is_some_and(|st| st.get("SubState") == "auto-restart") {
+            self.host.systemd.run_job(Job::Stop, &units)?;
+            status = self.host.systemd.show(&units)?.into_iter().next();
+            job = Job::Start;
+        }
+        let previous = status
             .map(|st| st.invocation_id().to_string())
             .unwrap_or_default();
         self.host.systemd.enqueue(job, &units)?;

@@ -120,6 +120,15 @@ impl Applier<'_> {
                 .image_id(prev.image.as_str())
                 .map_err(UnitError::from)?,
         };
+        // The failed revision stops first: a crash-looping one has a restart of its own
+        // scheduled, which would otherwise interleave with the rollback's start (or, after the
+        // reload, start the old text on its own), and be taken for a crash loop of it.
+        for svc in replaced {
+            self.host
+                .systemd
+                .run_job(Job::Stop, std::slice::from_ref(svc))
+                .map_err(UnitError::from)?;
+        }
         history.written = Some(prev.revision.clone());
         self.state
             .save_unit_history(&unit_file, &history)
@@ -127,21 +136,14 @@ impl Applier<'_> {
         write_unit(t, &prev.text()).map_err(UnitError::from)?;
         self.host.systemd.daemon_reload().map_err(UnitError::from)?;
         let mut running = Vec::new();
-        for svc in replaced {
-            if obs.service(svc).is_some_and(|o| o.active) {
-                let before = self.begin(svc, Job::Restart)?;
-                self.wait(svc, &prev, image_id.clone(), before)
-                    .map_err(|why| RollbackError::NotBack {
-                        service: svc.clone(),
-                        why,
-                    })?;
-                running.push(svc.clone());
-            } else {
-                self.host
-                    .systemd
-                    .run_job(Job::Stop, std::slice::from_ref(svc))
-                    .map_err(UnitError::from)?;
-            }
+        for svc in replaced.iter().filter(|s| obs.service(s).is_some_and(|o| o.active)) {
+            let before = self.begin(svc, Job::Start)?;
+            self.wait(svc, &prev, image_id.clone(), before)
+                .map_err(|why| RollbackError::NotBack {
+                    service: svc.clone(),
+                    why,
+                })?;
+            running.push(svc.clone());
         }
         history.forget(&failed.0, failed.1.as_deref());
         if !running.is_empty() {
