@@ -346,7 +346,10 @@ impl Applier<'_> {
         let mut job = job;
         // A unit between crash-loop restarts has one of its own scheduled; it would run
         // beside this job and pass for a crash loop of the new revision. Stop it first.
-        if status.as_ref().is_some_and(|st| st.get("SubState") == "auto-restart") {
+        if status
+            .as_ref()
+            .is_some_and(|st| st.get("SubState") == "auto-restart")
+        {
             self.host.systemd.run_job(Job::Stop, &units)?;
             status = self.host.systemd.show(&units)?.into_iter().next();
             job = Job::Start;

@@ -136,7 +136,10 @@ impl Applier<'_> {
         write_unit(t, &prev.text()).map_err(UnitError::from)?;
         self.host.systemd.daemon_reload().map_err(UnitError::from)?;
         let mut running = Vec::new();
-        for svc in replaced.iter().filter(|s| obs.service(s).is_some_and(|o| o.active)) {
+        for svc in replaced
+            .iter()
+            .filter(|s| obs.service(s).is_some_and(|o| o.active))
+        {
             let before = self.begin(svc, Job::Start)?;
             self.wait(svc, &prev, image_id.clone(), before)
                 .map_err(|why| RollbackError::NotBack {
