@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make bench`: refit against the foremanctl way (containers.podman), the naive flow and podman
 # auto-update, on one test host, with the limit (a bare systemctl restart) measured in the same
-# go. Prints a markdown table and writes it to bench/RESULTS.md. The testbed is torn down at the
+# go, and the no-op update over SSH (bench/transport.py). Prints a markdown table and writes it
+# to bench/RESULTS.md. The testbed is torn down at the
 # end, also when a scenario fails. `--quick` runs fewer repetitions (a smoke of the script).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,3 +26,7 @@ make -C "$REPO" --no-print-directory -s collection > /dev/null
 export PATH="$BENCH_VENV/bin:$PATH"
 "$TB" publish 127.0.0.1:5000/bench-worker:1.0 1.0.0
 python3 "$REPO/bench/bench.py" "$@" "$REPO/bench/RESULTS.md"
+# The no-op update over real SSH beside the local connection, on the same bed, into its own
+# file, then appended to RESULTS.md so one file holds the whole run.
+python3 "$REPO/bench/transport.py" "$REPO/bench/TRANSPORT.md"
+{ echo; sed 's/^# /## /' "$REPO/bench/TRANSPORT.md"; } >> "$REPO/bench/RESULTS.md"
