@@ -328,6 +328,15 @@ stop_host() {
         fi
         rm -f "$d/nspawn.pid"
     fi
+    # A guest whose nspawn was killed (its poweroff timed out) runs on, orphaned, in its cgroup,
+    # and its sshd would keep the host's port from the next boot: kill whatever is left there.
+    local procs
+    for _ in $(seq 20); do
+        procs=$(find "${CGROUP_HIERARCHIES[@]/%//refit-testbed-$name}" -name cgroup.procs -exec cat {} + 2>/dev/null || true)
+        [ -n "$procs" ] || break
+        echo "$procs" | xargs -r kill -KILL 2>/dev/null || true
+        sleep 0.1
+    done
     for h in "${CGROUP_HIERARCHIES[@]}"; do
         [ -d "$h/refit-testbed-$name" ] && find "$h/refit-testbed-$name" -depth -type d -exec rmdir {} \; 2>/dev/null
     done
