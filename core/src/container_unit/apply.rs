@@ -328,7 +328,7 @@ impl Applier<'_> {
         Ok(())
     }
 
-    fn stop_all(&self, services: &[String]) -> Result<(), UnitError> {
+    pub(super) fn stop_all(&self, services: &[String]) -> Result<(), UnitError> {
         for svc in services {
             self.host
                 .systemd

@@ -123,12 +123,7 @@ impl Applier<'_> {
         // The failed revision stops first: a crash-looping one has a restart of its own
         // scheduled, which would otherwise interleave with the rollback's start (or, after the
         // reload, start the old text on its own), and be taken for a crash loop of it.
-        for svc in replaced {
-            self.host
-                .systemd
-                .run_job(Job::Stop, std::slice::from_ref(svc))
-                .map_err(UnitError::from)?;
-        }
+        self.stop_all(replaced)?;
         history.written = Some(prev.revision.clone());
         self.state
             .save_unit_history(&unit_file, &history)
@@ -172,11 +167,7 @@ impl Applier<'_> {
     /// A unit with no revision that ever ran, and failed: its services stop, and a unit file
     /// this run installed goes, as before the run.
     fn stop_new(&self, t: &Target, replaced: &[String], remove: bool) -> Result<(), UnitError> {
-        for svc in replaced {
-            self.host
-                .systemd
-                .run_job(Job::Stop, std::slice::from_ref(svc))?;
-        }
+        self.stop_all(replaced)?;
         if remove {
             remove_file(&t.path)?;
             self.host.systemd.daemon_reload()?;

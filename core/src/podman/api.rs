@@ -214,14 +214,14 @@ const OBSERVE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The fields of the compat container list refit reads; every one tolerant of podman's values.
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]
-struct Listed {
-    id: String,
+pub(super) struct Listed {
+    pub(super) id: String,
     #[serde(rename = "ImageID", default)]
     image_id: String,
     #[serde(default)]
     state: String,
     #[serde(default)]
-    labels: Option<HashMap<String, String>>,
+    pub(super) labels: Option<HashMap<String, String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -252,14 +252,7 @@ impl PodmanApi {
         labels: Vec<String>,
         keep: impl Fn(&str) -> bool,
     ) -> Result<Vec<ContainerInfo>, PodmanError> {
-        let filters = serde_json::json!({ "label": labels }).to_string();
-        let path = format!(
-            "/{API_VERSION}/containers/json?all=true&filters={}",
-            wire::encode(&filters)
-        );
-        let list: Vec<Listed> =
-            wire::get_json(&self.socket, "container list", &path, OBSERVE_TIMEOUT)?
-                .unwrap_or_default();
+        let list = self.list_labelled(labels)?;
         let mut out = Vec::with_capacity(list.len());
         for c in list {
             let labels = c.labels.unwrap_or_default();
@@ -308,8 +301,17 @@ impl PodmanApi {
         Ok(())
     }
 
-    pub(super) fn socket(&self) -> &str {
-        &self.socket
+    /// Every container, running or not, matching all the label filters: one bounded list call.
+    pub(super) fn list_labelled(&self, labels: Vec<String>) -> Result<Vec<Listed>, PodmanError> {
+        let filters = serde_json::json!({ "label": labels }).to_string();
+        let path = format!(
+            "/{API_VERSION}/containers/json?all=true&filters={}",
+            wire::encode(&filters)
+        );
+        Ok(
+            wire::get_json(&self.socket, "container list", &path, OBSERVE_TIMEOUT)?
+                .unwrap_or_default(),
+        )
     }
 
     pub(super) fn docker(&self) -> &Docker {

@@ -6,15 +6,14 @@
 //! result, so a migration never runs twice side by side, nor twice in a row. Any other leftover
 //! of the same unit is removed before a new one starts.
 
+use super::PodmanError;
 use super::api::PodmanApi;
-use super::{PodmanError, wire};
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, KillContainerOptions, LogsOptionsBuilder,
     RemoveContainerOptionsBuilder, StartContainerOptions, WaitContainerOptions,
 };
 use futures_util::StreamExt;
-use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -59,14 +58,6 @@ impl OneOff {
         }
         format!("{:x}", h.finalize())[..32].to_string()
     }
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct Listed {
-    id: String,
-    #[serde(default)]
-    labels: Option<HashMap<String, String>>,
 }
 
 /// Keeps the tail of a growing output within MAX_OUTPUT, on a character boundary.
@@ -196,18 +187,7 @@ impl PodmanApi {
         let Some(source) = spec.labels.get(SOURCE_LABEL) else {
             return Ok(None);
         };
-        let filters = serde_json::json!({ "label": [format!("{SOURCE_LABEL}={source}")] });
-        let path = format!(
-            "/v1.41/containers/json?all=true&filters={}",
-            wire::encode(&filters.to_string())
-        );
-        let listed: Vec<Listed> = wire::get_json(
-            self.socket(),
-            "container list",
-            &path,
-            std::time::Duration::from_secs(30),
-        )?
-        .unwrap_or_default();
+        let listed = self.list_labelled(vec![format!("{SOURCE_LABEL}={source}")])?;
         let mut adopt = None;
         for c in listed {
             let same = c
