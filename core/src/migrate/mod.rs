@@ -241,14 +241,31 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, MigrateE
     Ok(out)
 }
 
-fn run_one(
+/// A migration found pending, with what running it needs.
+struct Ready {
+    oneoff: source::Source,
+    image_id: String,
+    stamp_path: PathBuf,
+    report: Report,
+    t0: Instant,
+}
+
+/// A migration either decided without running it (nothing pending, or check mode), or pending.
+enum Judged {
+    Decided(Done),
+    Pending(Box<Ready>),
+}
+
+/// Whether one migration is pending for the image its unit is about to run, decided without
+/// stopping anything: its stamp first, then its check command (which stamps `not_pending`).
+fn judge(
     m: &Migration,
     p: &Params,
     inv: &Invocation,
     host: &Host,
     state: &StateDir,
     revealed: &mut Vec<String>,
-) -> Result<Done, MigrateError> {
+) -> Result<Judged, MigrateError> {
     let t0 = Instant::now();
     let coming = m
         .unit
@@ -262,14 +279,14 @@ fn run_one(
         stamp: stamp_path.display().to_string(),
         ..Report::default()
     };
-    let finish = |mut report: Report, changed: bool, msg: String, failed: bool| {
+    let decided = |mut report: Report, changed: bool, msg: String| {
         report.duration_ms = t0.elapsed().as_millis() as u64;
-        Ok(Done {
+        Ok(Judged::Decided(Done {
             report,
             changed,
             msg,
-            failed,
-        })
+            failed: false,
+        }))
     };
     let image_id = match host.podman.image_id(&oneoff.spec.image)? {
         Some(id) => id,
@@ -279,7 +296,7 @@ fn run_one(
                 "{}: would run the migration, with {} once pulled",
                 oneoff.source, oneoff.spec.image
             );
-            return finish(report, true, msg, false);
+            return decided(report, true, msg);
         }
         None => return Err(MigrateError::ImageMissing(oneoff.spec.image.clone())),
     };
@@ -297,7 +314,7 @@ fn run_one(
         );
         let msg = format!("{}: nothing pending ({why})", oneoff.source);
         report.skipped_reason = Some(why);
-        return finish(report, false, msg, false);
+        return decided(report, false, msg);
     }
     if inv.check_mode {
         let msg = match &m.check_command {
@@ -311,7 +328,7 @@ fn run_one(
                 short(&image_id)
             ),
         };
-        return finish(report, true, msg, false);
+        return decided(report, true, msg);
     }
     // The unit's secrets reach the one-off container as env, read only now that it runs.
     for (secret, var) in &oneoff.secrets {
@@ -325,28 +342,115 @@ fn run_one(
         oneoff.spec.env.push(format!("{var}={value}"));
         revealed.push(value);
     }
-    let timeout = Duration::from_secs(p.timeout);
-    let stamp = |outcome: &str| Stamp {
-        source: oneoff.source.clone(),
-        command: m.command.clone(),
-        image_id: image_id.clone(),
-        outcome: outcome.to_string(),
-        recorded_at: crate::time::now_rfc3339(),
-    };
     if let Some(check) = &m.check_command {
         let spec = OneOff {
             command: check.clone(),
             ..oneoff.spec.clone()
         };
+        let timeout = Duration::from_secs(p.timeout);
         if let Finished::Exited(r) = host.podman.run_oneoff(&spec, timeout)?
             && r.rc == 0
         {
-            save_stamp(state, &stamp_path, &stamp("not_pending"))?;
+            let stamp = new_stamp(&oneoff.source, m, &image_id, "not_pending");
+            save_stamp(state, &stamp_path, &stamp)?;
             report.skipped_reason = Some("check_command reports nothing pending".into());
             let msg = format!("{}: nothing pending, says the check command", oneoff.source);
-            return finish(report, false, msg, false);
+            return decided(report, false, msg);
         }
     }
+    Ok(Judged::Pending(Box::new(Ready {
+        oneoff,
+        image_id,
+        stamp_path,
+        report,
+        t0,
+    })))
+}
+
+fn new_stamp(source: &str, m: &Migration, image_id: &str, outcome: &str) -> Stamp {
+    Stamp {
+        source: source.to_string(),
+        command: m.command.clone(),
+        image_id: image_id.to_string(),
+        outcome: outcome.to_string(),
+        recorded_at: crate::time::now_rfc3339(),
+    }
+}
+
+/// One migration of a flow, judged before anything is stopped.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Judgement {
+    /// The unit (or image) the migration is for.
+    pub source: String,
+    pub pending: bool,
+    pub msg: String,
+}
+
+/// Judges every migration without running or stopping anything: what a flow's first call
+/// needs to decide whether there is work. A pending one is judged again when it runs.
+pub fn judge_all(
+    p: &Params,
+    inv: &Invocation,
+    host: &Host,
+) -> Result<(Vec<Judgement>, Vec<String>), MigrateError> {
+    validate(p)?;
+    let state = StateDir::new(&p.state_dir);
+    let list = if p.migrations.is_empty() {
+        std::slice::from_ref(&p.one)
+    } else {
+        &p.migrations[..]
+    };
+    let mut revealed = Vec::new();
+    let mut out = Vec::with_capacity(list.len());
+    for m in list {
+        out.push(match judge(m, p, inv, host, &state, &mut revealed)? {
+            Judged::Decided(d) => Judgement {
+                source: d.report.unit.clone().unwrap_or_default(),
+                pending: d.changed,
+                msg: d.msg,
+            },
+            Judged::Pending(r) => Judgement {
+                msg: format!(
+                    "{}: pending for image {}",
+                    r.oneoff.source,
+                    short(&r.image_id)
+                ),
+                source: r.oneoff.source,
+                pending: true,
+            },
+        });
+    }
+    Ok((out, revealed))
+}
+
+fn run_one(
+    m: &Migration,
+    p: &Params,
+    inv: &Invocation,
+    host: &Host,
+    state: &StateDir,
+    revealed: &mut Vec<String>,
+) -> Result<Done, MigrateError> {
+    let Ready {
+        oneoff,
+        image_id,
+        stamp_path,
+        mut report,
+        t0,
+    } = match judge(m, p, inv, host, state, revealed)? {
+        Judged::Decided(d) => return Ok(d),
+        Judged::Pending(r) => *r,
+    };
+    let finish = |mut report: Report, changed: bool, msg: String, failed: bool| {
+        report.duration_ms = t0.elapsed().as_millis() as u64;
+        Ok(Done {
+            report,
+            changed,
+            msg,
+            failed,
+        })
+    };
+    let timeout = Duration::from_secs(p.timeout);
     if p.stop_first {
         // Pending, so the service and what needs it stop before the schema changes under them.
         let stop_host = crate::stop_services::Host {
@@ -389,7 +493,8 @@ fn run_one(
                 );
                 return finish(report, true, msg, true);
             }
-            save_stamp(state, &stamp_path, &stamp("migrated"))?;
+            let stamp = new_stamp(&oneoff.source, m, &image_id, "migrated");
+            save_stamp(state, &stamp_path, &stamp)?;
             let adopted = if r.adopted {
                 " (by the container an interrupted run had started, which this run waited for)"
             } else {
