@@ -13,6 +13,7 @@ pub mod plan;
 pub mod podman;
 pub mod quadlet;
 pub mod registry;
+pub mod results;
 pub mod state;
 pub mod stop_services;
 pub mod systemd;

@@ -5,7 +5,7 @@ use crate::podman::Health;
 use serde::{Deserialize, Serialize};
 
 /// Why a unit is not converged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
     /// No unit file yet.
@@ -26,6 +26,23 @@ pub enum Reason {
     Installed,
 }
 
+impl Reason {
+    /// The name results give it, as serde writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::NotInstalled => "not_installed",
+            Reason::UnitChanged => "unit_changed",
+            Reason::Drift => "drift",
+            Reason::ImageChanged => "image_changed",
+            Reason::NotRunning => "not_running",
+            Reason::Unhealthy => "unhealthy",
+            Reason::ReloadPending => "reload_pending",
+            Reason::Running => "running",
+            Reason::Installed => "installed",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
@@ -37,10 +54,25 @@ pub enum Action {
     Restart,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+impl Action {
+    /// The name results give it, as serde writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::WriteUnit => "write_unit",
+            Action::RemoveUnit => "remove_unit",
+            Action::DaemonReload => "daemon_reload",
+            Action::Stop => "stop",
+            Action::Start => "start",
+            Action::Restart => "restart",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Wanted {
     Present,
+    #[default]
     Started,
     Restarted,
     Stopped,
@@ -95,15 +127,6 @@ pub struct Plan {
     /// The service is not running; `started` would start it. A `present` run says so, so a flow
     /// that was interrupted after stopping services knows to start them again.
     pub start_needed: bool,
-}
-
-impl Plan {
-    pub fn changes(&self) -> bool {
-        !self.actions.is_empty()
-    }
-    pub fn has(&self, a: Action) -> bool {
-        self.actions.contains(&a)
-    }
 }
 
 /// `desired` is the desired revision; it is ignored for `Absent`.

@@ -1,14 +1,14 @@
 //! Changing the host: fetch images, carry out the plans in order, replace instances in
 //! health-gated batches, and roll back on failure.
 
+use super::failure::{Aftermath, ApplyError, Journal, RunFailed, TargetFailed};
 use super::observe::Observation;
-use super::report::{InstanceReport, Report};
+use super::report::Report;
+use super::rollback::Undo;
 use super::target::{Desired, Target, TargetPlan};
-use super::{Host, PullPolicy, Settings, UnitError};
-use crate::converge::{Converged, Expectation, short, wait_converged};
+use super::{Host, Settings, UnitError};
+use crate::converge::{Converged, Expectation, WaitError, short, wait_converged};
 use crate::plan::{Action, Reason, Wanted};
-use crate::podman::ImageRef;
-use crate::registry::Location;
 use crate::state::{RevisionRecord, StateDir, UnitHistory, atomic_write, remove_file};
 use crate::systemd::Job;
 use crate::time::now_rfc3339;
@@ -16,113 +16,6 @@ use std::time::Instant;
 
 /// How many journal lines a failure message carries.
 const JOURNAL_LINES: usize = 25;
-
-/// What the fetch did, or in check mode would do.
-#[derive(Debug, Clone, Default)]
-pub struct Fetched {
-    /// A pull brought an image ID that was not local before.
-    pub pulled: bool,
-    /// Check mode: the policy calls for a pull that was not done.
-    pub pull_due: bool,
-    /// Check mode, `pull: always`: why the registry could not be asked.
-    pub registry_error: Option<String>,
-}
-
-/// Makes the desired image local, per the pull policy, before anything is stopped. In check
-/// mode it looks but never pulls.
-pub fn fetch(
-    host: &Host,
-    t: &Target,
-    obs: &mut Observation,
-    policy: PullPolicy,
-    check: bool,
-) -> Result<Fetched, UnitError> {
-    let Some(d) = &t.desired else {
-        return Ok(Fetched::default());
-    };
-    if let Some(id) = obs.rollback_image_id.clone() {
-        // Going back: the reference must name the image the old revision ran again, before
-        // anything restarts on it.
-        if host.podman.image_id(&id)?.is_none() {
-            return Err(UnitError::ImageMissing(format!("{} (ID {id})", d.image)));
-        }
-        if obs.image_id.as_deref() != Some(id.as_str()) && !check {
-            host.podman.tag(&id, d.image.as_str())?;
-        }
-        obs.image_id = Some(id);
-        return Ok(Fetched::default());
-    }
-    let local = obs.image_id.clone();
-    let pull = match (policy, &local) {
-        (PullPolicy::Never, None) => return Err(UnitError::ImageMissing(d.image.to_string())),
-        (PullPolicy::Never, Some(_)) | (PullPolicy::Missing, Some(_)) => false,
-        (PullPolicy::Missing, None) | (PullPolicy::Always, _) => t.wanted != Wanted::Stopped,
-    };
-    if !pull || check {
-        let mut out = Fetched {
-            pull_due: pull && check && local.is_none(),
-            ..Fetched::default()
-        };
-        // Check mode asks the registry, without pulling, whether the tag has moved on.
-        if pull && check && local.is_some() {
-            match newer_in_registry(host, &d.image) {
-                Ok(newer) => {
-                    obs.newer_image = newer;
-                    out.pull_due = newer == Some(true);
-                }
-                Err(e) => out.registry_error = Some(e.to_string()),
-            }
-        }
-        return Ok(out);
-    }
-    // After a pull the old image loses every tag; a refit-owned tag keeps it findable for a
-    // rollback and safe from `podman image prune`.
-    if let Some(running) = obs.running_image_id() {
-        host.podman.tag(&running, &keep_tag(t))?;
-    }
-    let id = host.podman.pull(d.image.as_str())?;
-    // A pull that brought the same image changed nothing.
-    let pulled = local.as_deref() != Some(id.as_str());
-    obs.image_id = Some(id);
-    Ok(Fetched {
-        pulled,
-        ..Fetched::default()
-    })
-}
-
-/// Whether the registry's digest for the reference is one the local image was not pulled as;
-/// None for an image podman recorded no digest of (loaded from an archive, or built here).
-fn newer_in_registry(host: &Host, image: &ImageRef) -> Result<Option<bool>, UnitError> {
-    let known = host.podman.repo_digests(image.as_str())?;
-    if known.is_empty() {
-        return Ok(None);
-    }
-    let loc = Location::of(image);
-    let remote = format!("{}@{}", loc.name(), host.registry.digest(&loc)?);
-    Ok(Some(!known.contains(&remote)))
-}
-
-/// `localhost/refit-keep/NAME-HASH:previous`, with NAME reduced to what a repository allows
-/// and HASH of the full name, so `app` and `app@` (or `App`) never share one tag.
-fn keep_tag(t: &Target) -> String {
-    let name: String = t
-        .name
-        .stem()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let hash = crate::unit::revision::short_hash(t.name.stem());
-    format!(
-        "localhost/refit-keep/{}-{hash}:previous",
-        name.trim_matches('-')
-    )
-}
 
 pub type Work = (Target, Observation, TargetPlan, Report);
 
@@ -134,95 +27,89 @@ pub struct Applier<'a> {
     pub settings: &'a Settings,
 }
 
-/// Why a target's change did not go through.
-#[derive(Debug, thiserror::Error)]
-pub enum ApplyError {
-    /// A service did not converge on the new revision.
-    #[error("{service}: revision {revision} with image {image} did not converge: {why}")]
-    NotConverged {
-        service: String,
-        revision: String,
-        image: String,
-        why: String,
-    },
-    /// A call to systemd, podman or the state dir failed on the way.
-    #[error("{unit}: {source}")]
-    Step {
-        unit: String,
-        #[source]
-        source: UnitError,
-    },
-}
-
 impl Applier<'_> {
     /// Applies every target in order. On a failure, the failed target is rolled back, and so
-    /// is every target this run changed before it, newest first. Returns the failure message.
-    pub fn apply_all(&self, work: &mut [Work]) -> Option<String> {
+    /// is every target this run changed before it, newest first.
+    pub fn apply_all(&self, work: &mut [Work]) -> Result<(), RunFailed> {
         let mut done: Vec<usize> = Vec::new();
         for i in 0..work.len() {
             let (t, obs, plan, report) = &mut work[i];
             if !plan.changes() {
                 continue;
             }
-            let Err(failure) = self.apply_target(t, obs, plan, report) else {
+            let Err(failed) = self.apply_target(t, obs, plan, report) else {
                 done.push(i);
                 continue;
             };
-            let mut msg = failure;
-            if self.settings.rollback && !done.is_empty() {
-                msg.push_str("\nUnits this run had already changed are rolled back too:");
+            let mut also_rolled_back = Vec::new();
+            if self.settings.rollback {
                 for &j in done.iter().rev() {
                     let (t, obs, plan, report) = &mut work[j];
                     let Some(d) = &t.desired else { continue };
-                    let failed = (d.revision.clone(), obs.image_id.clone());
                     let started: Vec<String> =
                         plan.starts.iter().map(|(svc, _)| svc.clone()).collect();
-                    let note = self.roll_back_noted(t, obs, &failed, &started, report);
-                    msg.push_str(&format!("\n- {}: {note}", t.name.file_name()));
+                    let undo = Undo {
+                        t,
+                        obs,
+                        failed: (d.revision.clone(), obs.image_id.clone()),
+                        replaced: &started,
+                    };
+                    also_rolled_back
+                        .push((t.name.file_name(), self.roll_back_noted(&undo, report)));
                 }
             }
-            return Some(msg);
+            return Err(RunFailed {
+                failed,
+                also_rolled_back,
+            });
         }
-        None
+        Ok(())
     }
 
     /// Carries out one target's plan. Any failure once the host was touched (the file written,
     /// a job queued, a service that did not converge) rolls the target back, when rollback is
-    /// on, before the message is returned.
+    /// on, before the failure is returned.
     fn apply_target(
         &self,
         t: &Target,
         obs: &Observation,
         plan: &TargetPlan,
         report: &mut Report,
-    ) -> Result<(), String> {
+    ) -> Result<(), TargetFailed> {
         let mut replaced: Vec<String> = Vec::new();
-        let result = self.change(t, obs, plan, report, &mut replaced);
-        let Err(e) = result else { return Ok(()) };
-        let service = match &e {
+        let Err(cause) = self.change(t, obs, plan, report, &mut replaced) else {
+            return Ok(());
+        };
+        let service = match &cause {
             ApplyError::NotConverged { service, .. } => service.clone(),
             ApplyError::Step { .. } => t.name.service(),
         };
-        let journal = self.host.systemd.journal_tail(&service, JOURNAL_LINES);
-        let journal = if journal.trim().is_empty() {
-            String::new()
-        } else {
-            format!("\nJournal of {service}:\n{journal}")
+        let journal = Journal {
+            text: self.host.systemd.journal_tail(&service, JOURNAL_LINES),
+            service,
         };
-        let Some(d) = t.desired.as_ref().filter(|_| self.settings.rollback) else {
-            return Err(format!(
-                "{e}. rollback is off, so it was left as it is.{journal}"
-            ));
+        let aftermath = match t.desired.as_ref().filter(|_| self.settings.rollback) {
+            None => Aftermath::LeftAsIs,
+            Some(d) => {
+                // Only services this run queued a job for go back; a failure before any job
+                // leaves the target's services as they ran, but its file is still put back.
+                let undo = Undo {
+                    t,
+                    obs,
+                    failed: (d.revision.clone(), obs.image_id.clone()),
+                    replaced: &replaced,
+                };
+                let lap = Instant::now();
+                let note = self.roll_back_noted(&undo, report);
+                report.result.duration_ms.rollback = Some(lap.elapsed().as_millis() as u64);
+                Aftermath::RolledBack(note)
+            }
         };
-        let failed = (d.revision.clone(), obs.image_id.clone());
-        // Only services this run queued a job for go back; a failure before any job leaves
-        // the target's services as they ran, but its file is still put back.
-        let lap = Instant::now();
-        let note = self.roll_back_noted(t, obs, &failed, &replaced, report);
-        report
-            .duration_ms
-            .insert("rollback", lap.elapsed().as_millis() as u64);
-        Err(format!("{e}. {note}{journal}"))
+        Err(TargetFailed {
+            cause,
+            aftermath,
+            journal,
+        })
     }
 
     fn change(
@@ -247,9 +134,7 @@ impl Applier<'_> {
             self.apply_file(t, obs, plan, &mut history).map_err(step)?;
             self.stop_all(&plan.stops).map_err(step)?;
         }
-        report
-            .duration_ms
-            .insert("apply", lap.elapsed().as_millis() as u64);
+        report.result.duration_ms.apply = Some(lap.elapsed().as_millis() as u64);
         let Some(d) = &t.desired else { return Ok(()) };
         if plan.starts.is_empty() {
             return Ok(());
@@ -263,19 +148,20 @@ impl Applier<'_> {
             }
             for (svc, previous) in begun {
                 let waited = self.wait(&svc, d, obs.image_id.clone(), previous);
-                report
-                    .duration_ms
-                    .insert("converge", lap.elapsed().as_millis() as u64);
-                let c = waited.map_err(|why| ApplyError::NotConverged {
-                    service: svc.clone(),
-                    revision: short(&d.revision).to_string(),
-                    image: short(obs.image_id.as_deref().unwrap_or("?")).to_string(),
-                    why,
+                report.result.duration_ms.converge = Some(lap.elapsed().as_millis() as u64);
+                let c = waited.map_err(|e| match e {
+                    WaitError::NotConverged { why, .. } => ApplyError::NotConverged {
+                        service: svc.clone(),
+                        revision: short(&d.revision).to_string(),
+                        image: short(obs.image_id.as_deref().unwrap_or("?")).to_string(),
+                        why,
+                    },
+                    other => step(other.into()),
                 })?;
                 report.converged(&svc, &d.revision, &c);
             }
         }
-        report.restarted = true;
+        report.result.restarted = true;
         if t.wanted == Wanted::RolledBack
             && let Some((rev, image)) = obs.running_pair()
         {
@@ -367,7 +253,7 @@ impl Applier<'_> {
         d: &Desired,
         image_id: Option<String>,
         previous: String,
-    ) -> Result<Converged, String> {
+    ) -> Result<Converged, WaitError> {
         let exp = Expectation {
             service: service.to_string(),
             revision: d.revision.clone(),
@@ -378,10 +264,7 @@ impl Applier<'_> {
             timeout: self.settings.timeout,
         };
         let h = self.host;
-        wait_converged(h.systemd, h.podman, h.clock, &exp).map_err(|e| match e {
-            crate::converge::WaitError::NotConverged { why, .. } => why,
-            other => other.to_string(),
-        })
+        wait_converged(h.systemd, h.podman, h.clock, &exp)
     }
 }
 
@@ -412,29 +295,5 @@ pub(super) fn record(d: &Desired, image_id: Option<String>) -> RevisionRecord {
         image_ref: d.image.to_string(),
         image_id,
         recorded_at: now_rfc3339(),
-    }
-}
-
-impl Report {
-    /// Notes a service that converged on `revision`.
-    fn converged(&mut self, service: &str, revision: &str, c: &Converged) {
-        if self.instances.is_empty() && self.service == service {
-            self.container_id = Some(c.container_id.clone());
-            self.invocation_id = Some(c.invocation_id.clone());
-            self.active = true;
-            return;
-        }
-        let entry = InstanceReport {
-            service: service.to_string(),
-            active: true,
-            container_id: Some(c.container_id.clone()),
-            invocation_id: Some(c.invocation_id.clone()),
-            revision: Some(revision.to_string()),
-            replaced: true,
-        };
-        match self.instances.iter().position(|i| i.service == service) {
-            Some(i) => self.instances[i] = entry,
-            None => self.instances.push(entry),
-        }
     }
 }

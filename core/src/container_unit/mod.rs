@@ -7,6 +7,8 @@
 
 mod apply;
 mod checkpoint;
+mod failure;
+mod fetch;
 mod links;
 mod observe;
 mod report;
@@ -235,13 +237,11 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
         let observed_ms = lap.elapsed().as_millis() as u64;
         let lap = Instant::now();
         secrets::ensure(host, &state, &t, inv.check_mode)?;
-        let fetched = apply::fetch(host, &t, &mut obs, p.pull, inv.check_mode)?;
+        let fetched = fetch::fetch(host, &t, &mut obs, p.pull, inv.check_mode)?;
         let plan = target::plan_target(&t, &obs);
         let mut report = Report::new(&t, &obs, &plan, fetched);
-        report.duration_ms.insert("observe", observed_ms);
-        report
-            .duration_ms
-            .insert("fetch", lap.elapsed().as_millis() as u64);
+        report.result.duration_ms.observe = Some(observed_ms);
+        report.result.duration_ms.fetch = Some(lap.elapsed().as_millis() as u64);
         work.push((t, obs, plan, report));
     }
     // quadlet judges every unit to be written before the first one is: a unit it rejects
@@ -270,7 +270,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
             state: &state,
             settings: &settings,
         };
-        failure = applier.apply_all(&mut work);
+        failure = applier.apply_all(&mut work).err().map(|e| e.to_string());
         if failure.is_none()
             && let (Some(name), Some(_)) = (&p.checkpoint, &restore_from)
         {

@@ -1,77 +1,25 @@
 //! What `container_unit` reports: one `Report` per target, and the module's outcome. A single
 //! unit's report is the result itself; a `units` run returns them as a list.
 
-use super::apply::Fetched;
+use super::fetch::Fetched;
 use super::observe::Observation;
 use super::target::{Target, TargetPlan};
 use crate::ansible::{Diff, Outcome};
-use crate::plan::{Action, Reason, Wanted};
-use serde::Serialize;
-use std::collections::BTreeMap;
+use crate::converge::Converged;
+use crate::plan::{Action, Wanted};
+use crate::results::container_unit::{
+    BatchResult, Durations, ImageResult, InstanceResult, RevisionPair, UnitResult,
+    restarted_services,
+};
 
-#[derive(Debug, Clone, Default, Serialize)]
+/// A unit's result, with what the module's outcome needs of it besides: whether it changed,
+/// its diff, and the message line.
+#[derive(Debug, Clone, Default)]
 pub struct Report {
-    pub unit: String,
-    pub service: String,
-    pub path: String,
-    pub state: String,
-    /// systemd reports the service active or activating (for a template: any instance).
-    pub active: bool,
-    pub revision: RevisionPair,
-    pub image: ImageReport,
-    pub restart_needed: bool,
-    /// A service is not running, and `started` would start it.
-    pub start_needed: bool,
-    pub restarted: bool,
-    pub rolled_back: bool,
-    pub reasons: Vec<Reason>,
-    pub actions: Vec<String>,
-    pub container_id: Option<String>,
-    pub invocation_id: Option<String>,
-    /// A template's instances: which revision each runs, and whether this run replaced it.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub instances: Vec<InstanceReport>,
-    /// Instances a canary run left on their revision.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub held: Vec<String>,
-    pub duration_ms: BTreeMap<&'static str, u64>,
-    #[serde(skip)]
+    pub result: UnitResult,
     pub changed: bool,
-    #[serde(skip)]
     pub diff: Option<Diff>,
-    #[serde(skip)]
     summary: String,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct RevisionPair {
-    pub before: Option<String>,
-    pub after: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ImageReport {
-    #[serde(rename = "ref")]
-    pub reference: Option<String>,
-    pub previous_id: Option<String>,
-    pub id: Option<String>,
-    pub pulled: bool,
-    /// Check mode, `pull: always`: the registry holds a newer image under the reference. None
-    /// when it was not asked, or could not tell (`registry_error` says why).
-    pub newer_available: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub registry_error: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct InstanceReport {
-    pub service: String,
-    pub active: bool,
-    pub container_id: Option<String>,
-    pub invocation_id: Option<String>,
-    /// The revision its container runs.
-    pub revision: Option<String>,
-    pub replaced: bool,
 }
 
 impl Report {
@@ -99,7 +47,7 @@ impl Report {
             {
                 file.extend(l);
             }
-            file.push(action_name(*a));
+            file.push(a.as_str().to_string());
         }
         let job = |verb: &str, svc: &str| {
             if template {
@@ -120,7 +68,7 @@ impl Report {
         let instances = if template {
             obs.services
                 .iter()
-                .map(|s| InstanceReport {
+                .map(|s| InstanceResult {
                     service: s.service.clone(),
                     active: s.active,
                     container_id: s.container.as_ref().map(|c| c.id.clone()),
@@ -132,11 +80,13 @@ impl Report {
         } else {
             Vec::new()
         };
-        Report {
+        let changed = !actions.is_empty();
+        let summary = summary(t, plan, &actions);
+        let result = UnitResult {
             unit: t.name.file_name(),
             service: t.name.service(),
             path: t.path.display().to_string(),
-            state: t.wanted.as_str().to_string(),
+            state: t.wanted,
             active: obs.services.iter().any(|s| s.active),
             revision: RevisionPair {
                 before: obs.file_revision.clone(),
@@ -146,7 +96,7 @@ impl Report {
                     .map(|d| d.revision.clone())
                     .filter(|_| t.wanted != Wanted::Absent),
             },
-            image: ImageReport {
+            image: ImageResult {
                 reference: t.desired.as_ref().map(|d| d.image.to_string()),
                 previous_id: obs.running_image_id(),
                 id: obs.image_id.clone(),
@@ -157,8 +107,6 @@ impl Report {
             restart_needed: plan.restart_needed,
             start_needed: plan.start_needed,
             reasons: plan.reasons.clone(),
-            changed: !actions.is_empty(),
-            summary: summary(t, plan, &actions),
             actions,
             container_id: if template {
                 None
@@ -174,24 +122,15 @@ impl Report {
             },
             instances,
             held: plan.held.clone(),
+            ..UnitResult::default()
+        };
+        Report {
+            result,
+            changed,
             diff: diff(t, obs),
-            ..Report::default()
+            summary,
         }
     }
-}
-
-pub fn action_name(a: Action) -> String {
-    serde_json::to_value(a)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
-fn reason_name(r: Reason) -> String {
-    serde_json::to_value(r)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 fn diff(t: &Target, obs: &Observation) -> Option<Diff> {
@@ -221,23 +160,13 @@ fn summary(t: &Target, plan: &TargetPlan, actions: &[String]) -> String {
         };
         return format!("{} is converged{extra}", t.name.service());
     }
-    let reasons: Vec<String> = plan.reasons.iter().map(|r| reason_name(*r)).collect();
+    let reasons: Vec<&str> = plan.reasons.iter().map(|r| r.as_str()).collect();
     format!(
         "{}: {{verb}} {} ({})",
         t.name.service(),
         actions.join(", "),
         reasons.join(", ")
     )
-}
-
-#[derive(Serialize)]
-struct BatchData<'a> {
-    units: &'a [Report],
-    restarted_services: Vec<String>,
-    restart_needed: bool,
-    start_needed: bool,
-    rolled_back: bool,
-    duration_ms: BTreeMap<&'static str, u64>,
 }
 
 /// The module's outcome from its reports: flat for one unit, a list for a `units` run.
@@ -259,41 +188,30 @@ pub fn outcome(
     let diffs: Vec<Diff> = reports.iter().filter_map(|r| r.diff.clone()).collect();
     let warnings: Vec<String> = reports
         .iter()
-        .filter_map(|r| r.image.registry_error.clone())
+        .filter_map(|r| r.result.image.registry_error.clone())
         .collect();
     let mut out = if batch {
-        let restarted_services = reports
-            .iter()
-            .filter(|r| r.restarted)
-            .flat_map(|r| {
-                if r.instances.is_empty() {
-                    vec![r.service.clone()]
-                } else {
-                    r.instances
-                        .iter()
-                        .filter(|i| i.replaced)
-                        .map(|i| i.service.clone())
-                        .collect()
-                }
-            })
-            .collect();
-        let data = BatchData {
-            units: &reports,
-            restarted_services,
-            restart_needed: reports.iter().any(|r| r.restart_needed),
-            start_needed: reports.iter().any(|r| r.start_needed),
-            rolled_back: reports.iter().any(|r| r.rolled_back),
-            duration_ms: BTreeMap::from([("total", total_ms)]),
+        let units: Vec<UnitResult> = reports.into_iter().map(|r| r.result).collect();
+        let data = BatchResult {
+            restarted_services: restarted_services(&units),
+            restart_needed: units.iter().any(|u| u.restart_needed),
+            start_needed: units.iter().any(|u| u.start_needed),
+            rolled_back: units.iter().any(|u| u.rolled_back),
+            duration_ms: Durations {
+                total: Some(total_ms),
+                ..Durations::default()
+            },
+            units,
         };
         let msg = if msg.is_empty() {
-            format!("all {} units are converged", reports.len())
+            format!("all {} units are converged", data.units.len())
         } else {
             msg
         };
         Outcome::new(changed, msg).with_data(&data)
     } else {
-        let mut r = reports.remove(0);
-        r.duration_ms.insert("total", total_ms);
+        let mut r = reports.remove(0).result;
+        r.duration_ms.total = Some(total_ms);
         Outcome::new(changed, msg).with_data(&r)
     };
     out.diff = diffs;
@@ -301,5 +219,34 @@ pub fn outcome(
     match failure {
         Some(f) => out.failed(f),
         None => out,
+    }
+}
+
+impl Report {
+    /// Notes a service that converged on `revision`.
+    pub(super) fn converged(&mut self, service: &str, revision: &str, c: &Converged) {
+        if self.result.instances.is_empty() && self.result.service == service {
+            self.result.container_id = Some(c.container_id.clone());
+            self.result.invocation_id = Some(c.invocation_id.clone());
+            self.result.active = true;
+            return;
+        }
+        let entry = InstanceResult {
+            service: service.to_string(),
+            active: true,
+            container_id: Some(c.container_id.clone()),
+            invocation_id: Some(c.invocation_id.clone()),
+            revision: Some(revision.to_string()),
+            replaced: true,
+        };
+        match self
+            .result
+            .instances
+            .iter()
+            .position(|i| i.service == service)
+        {
+            Some(i) => self.result.instances[i] = entry,
+            None => self.result.instances.push(entry),
+        }
     }
 }

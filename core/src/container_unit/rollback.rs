@@ -20,6 +20,15 @@ use crate::unit::{UnitFile, revision};
 /// A revision by its text hash and the image ID it ran.
 pub type Pair = (String, Option<String>);
 
+/// A target to roll back: what was observed before the run, the revision that failed, and the
+/// services the run queued a job for (only those go back).
+pub struct Undo<'a> {
+    pub t: &'a Target,
+    pub obs: &'a Observation,
+    pub failed: Pair,
+    pub replaced: &'a [String],
+}
+
 #[derive(Debug, thiserror::Error)]
 enum RollbackError {
     #[error("refit has no earlier revision of {0} that ran, so there is nothing to go back to")]
@@ -32,26 +41,23 @@ enum RollbackError {
     },
     #[error("the recorded revision {revision} does not parse: {detail}")]
     BadRecord { revision: String, detail: String },
-    #[error("the previous revision of {service} did not come back either: {why}")]
-    NotBack { service: String, why: String },
+    #[error("the previous revision did not come back either: {source}")]
+    NotBack {
+        #[source]
+        source: crate::converge::WaitError,
+    },
     #[error(transparent)]
     Host(#[from] UnitError),
 }
 
 impl Applier<'_> {
     /// Rolls back, notes the outcome in the report, and returns the sentence for the message.
-    pub fn roll_back_noted(
-        &self,
-        t: &Target,
-        obs: &Observation,
-        failed: &Pair,
-        replaced: &[String],
-        report: &mut Report,
-    ) -> String {
-        match self.roll_back(t, obs, failed, replaced) {
+    pub fn roll_back_noted(&self, u: &Undo, report: &mut Report) -> String {
+        let (t, obs, replaced) = (u.t, u.obs, u.replaced);
+        match self.roll_back(u) {
             Ok(note) => {
-                report.rolled_back = true;
-                report.actions.push("rollback".into());
+                report.result.rolled_back = true;
+                report.result.actions.push("rollback".into());
                 note
             }
             Err(RollbackError::NothingEarlier(unit)) => {
@@ -76,13 +82,8 @@ impl Applier<'_> {
 
     /// Restores the revision that ran before `failed`, and brings the `replaced` services back
     /// to the state they were in. Services this run never touched are left as they are.
-    fn roll_back(
-        &self,
-        t: &Target,
-        obs: &Observation,
-        failed: &Pair,
-        replaced: &[String],
-    ) -> Result<String, RollbackError> {
+    fn roll_back(&self, u: &Undo) -> Result<String, RollbackError> {
+        let (t, obs, failed, replaced) = (u.t, u.obs, &u.failed, u.replaced);
         let unit_file = t.name.file_name();
         let mut history = self
             .state
@@ -137,10 +138,7 @@ impl Applier<'_> {
         {
             let before = self.begin(svc, Job::Start)?;
             self.wait(svc, &prev, image_id.clone(), before)
-                .map_err(|why| RollbackError::NotBack {
-                    service: svc.clone(),
-                    why,
-                })?;
+                .map_err(|source| RollbackError::NotBack { source })?;
             running.push(svc.clone());
         }
         history.forget(&failed.0, failed.1.as_deref());

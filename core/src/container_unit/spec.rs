@@ -108,8 +108,8 @@ const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
         "Before changing anything, record every unit as it is under this name (once: a resumed run keeps the first). With `state: rolled_back`, put back exactly what it recorded.",
     ),
     OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live.").default(Default::Str("/etc/containers/systemd")),
-    OptionSpec::new("state_dir", Kind::Path, "refit's state dir: revisions and the lock.").default(Default::Str("/var/lib/refit")),
-    OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str("/run/podman/podman.sock")),
+    OptionSpec::new("state_dir", Kind::Path, "refit's state dir: revisions and the lock.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
+    OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str(crate::podman::DEFAULT_SOCKET)),
     OptionSpec::new(
         "systemd_dir",
         Kind::Path,

@@ -30,8 +30,8 @@ pub static OPTIONS: &[OptionSpec] = &[
     )
     .default(Default::Int(20)),
     OptionSpec::new("image_store", Kind::Path, "Where podman keeps images.").default(Default::Str("/var/lib/containers/storage")),
-    OptionSpec::new("state_dir", Kind::Path, "refit's state dir: the stream in use and the run lease.").default(Default::Str("/var/lib/refit")),
-    OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str("/run/podman/podman.sock")),
+    OptionSpec::new("state_dir", Kind::Path, "refit's state dir: the stream in use and the run lease.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
+    OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str(crate::podman::DEFAULT_SOCKET)),
 ];
 
 pub static SPEC: ModuleSpec = ModuleSpec {

@@ -72,8 +72,8 @@ const RUN_OPTIONS: [OptionSpec; RUN] = [
     OptionSpec::new("stop_record", Kind::Str, "The stop record `stop_first` writes to.").default(Default::Str("default")),
     OptionSpec::new("timeout", Kind::Int, "Seconds a migration may run before it is killed.").default(Default::Int(600)),
     OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live.").default(Default::Str("/etc/containers/systemd")),
-    OptionSpec::new("state_dir", Kind::Path, "refit's state dir: migration stamps and the lock.").default(Default::Str("/var/lib/refit")),
-    OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str("/run/podman/podman.sock")),
+    OptionSpec::new("state_dir", Kind::Path, "refit's state dir: migration stamps and the lock.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
+    OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str(crate::podman::DEFAULT_SOCKET)),
 ];
 
 pub static OPTIONS: [OptionSpec; ONE + RUN] = join(MIGRATION_OPTIONS, RUN_OPTIONS);

@@ -26,7 +26,7 @@ pub static OPTIONS: &[OptionSpec] = &[
     OptionSpec::new("missing_ok", Kind::Bool, "A unit that does not exist is skipped instead of an error.").default(Default::Bool(false)),
     OptionSpec::new("record", Kind::Str, "The name of the stop record in the state dir, so several flows can keep their own.")
         .default(Default::Str("default")),
-    OptionSpec::new("state_dir", Kind::Path, "refit's state dir.").default(Default::Str("/var/lib/refit")),
+    OptionSpec::new("state_dir", Kind::Path, "refit's state dir.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
 ];
 
 pub static SPEC: ModuleSpec = ModuleSpec {

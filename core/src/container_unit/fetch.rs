@@ -1,0 +1,116 @@
+//! Fetching: making the desired image local, per the pull policy, before anything is
+//! stopped; in check mode, asking the registry whether the tag has moved on.
+
+use super::observe::Observation;
+use super::target::Target;
+use super::{Host, PullPolicy, UnitError};
+use crate::plan::Wanted;
+use crate::podman::ImageRef;
+use crate::registry::Location;
+
+/// What the fetch did, or in check mode would do.
+#[derive(Debug, Clone, Default)]
+pub struct Fetched {
+    /// A pull brought an image ID that was not local before.
+    pub pulled: bool,
+    /// Check mode: the policy calls for a pull that was not done.
+    pub pull_due: bool,
+    /// Check mode, `pull: always`: why the registry could not be asked.
+    pub registry_error: Option<String>,
+}
+
+/// Makes the desired image local, per the pull policy, before anything is stopped. In check
+/// mode it looks but never pulls.
+pub fn fetch(
+    host: &Host,
+    t: &Target,
+    obs: &mut Observation,
+    policy: PullPolicy,
+    check: bool,
+) -> Result<Fetched, UnitError> {
+    let Some(d) = &t.desired else {
+        return Ok(Fetched::default());
+    };
+    if let Some(id) = obs.rollback_image_id.clone() {
+        // Going back: the reference must name the image the old revision ran again, before
+        // anything restarts on it.
+        if host.podman.image_id(&id)?.is_none() {
+            return Err(UnitError::ImageMissing(format!("{} (ID {id})", d.image)));
+        }
+        if obs.image_id.as_deref() != Some(id.as_str()) && !check {
+            host.podman.tag(&id, d.image.as_str())?;
+        }
+        obs.image_id = Some(id);
+        return Ok(Fetched::default());
+    }
+    let local = obs.image_id.clone();
+    let pull = match (policy, &local) {
+        (PullPolicy::Never, None) => return Err(UnitError::ImageMissing(d.image.to_string())),
+        (PullPolicy::Never, Some(_)) | (PullPolicy::Missing, Some(_)) => false,
+        (PullPolicy::Missing, None) | (PullPolicy::Always, _) => t.wanted != Wanted::Stopped,
+    };
+    if !pull || check {
+        let mut out = Fetched {
+            pull_due: pull && check && local.is_none(),
+            ..Fetched::default()
+        };
+        // Check mode asks the registry, without pulling, whether the tag has moved on.
+        if pull && check && local.is_some() {
+            match newer_in_registry(host, &d.image) {
+                Ok(newer) => {
+                    obs.newer_image = newer;
+                    out.pull_due = newer == Some(true);
+                }
+                Err(e) => out.registry_error = Some(e.to_string()),
+            }
+        }
+        return Ok(out);
+    }
+    // After a pull the old image loses every tag; a refit-owned tag keeps it findable for a
+    // rollback and safe from `podman image prune`.
+    if let Some(running) = obs.running_image_id() {
+        host.podman.tag(&running, &keep_tag(t))?;
+    }
+    let id = host.podman.pull(d.image.as_str())?;
+    // A pull that brought the same image changed nothing.
+    let pulled = local.as_deref() != Some(id.as_str());
+    obs.image_id = Some(id);
+    Ok(Fetched {
+        pulled,
+        ..Fetched::default()
+    })
+}
+
+/// Whether the registry's digest for the reference is one the local image was not pulled as;
+/// None for an image podman recorded no digest of (loaded from an archive, or built here).
+fn newer_in_registry(host: &Host, image: &ImageRef) -> Result<Option<bool>, UnitError> {
+    let known = host.podman.repo_digests(image.as_str())?;
+    if known.is_empty() {
+        return Ok(None);
+    }
+    let loc = Location::of(image);
+    let remote = format!("{}@{}", loc.name(), host.registry.digest(&loc)?);
+    Ok(Some(!known.contains(&remote)))
+}
+
+/// `localhost/refit-keep/NAME-HASH:previous`, with NAME reduced to what a repository allows
+/// and HASH of the full name, so `app` and `app@` (or `App`) never share one tag.
+fn keep_tag(t: &Target) -> String {
+    let name: String = t
+        .name
+        .stem()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let hash = crate::unit::revision::short_hash(t.name.stem());
+    format!(
+        "localhost/refit-keep/{}-{hash}:previous",
+        name.trim_matches('-')
+    )
+}
