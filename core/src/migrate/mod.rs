@@ -10,6 +10,7 @@ pub mod spec;
 use crate::ansible::{Invocation, Outcome};
 use crate::host::Host;
 use crate::podman::{Finished, OneOff, PodmanError};
+use crate::results::run_migrations::{BatchResult, MigrationResult};
 use crate::state::{StateDir, StateError, read_json, write_json};
 use crate::unit::name::NameError;
 use serde::{Deserialize, Serialize};
@@ -161,20 +162,8 @@ pub struct Stamp {
     pub recorded_at: String,
 }
 
-#[derive(Debug, Default, Serialize)]
-struct Report {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    unit: Option<String>,
-    ran: bool,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    stopped: Vec<String>,
-    skipped_reason: Option<String>,
-    rc: Option<i64>,
-    stdout_tail: Option<String>,
-    image_id: Option<String>,
-    stamp: String,
-    duration_ms: u64,
-}
+/// What one migration reports.
+type Report = MigrationResult;
 
 /// How many lines of output a result carries.
 const TAIL_LINES: usize = 20;
@@ -222,12 +211,11 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, MigrateE
         .collect::<Vec<_>>()
         .join("; ");
     let mut out = if batch {
-        let reports: Vec<&Report> = done.iter().map(|d| &d.report).collect();
-        let data = serde_json::json!({
-            "migrations": reports,
-            "ran": done.iter().filter(|d| d.report.ran).count(),
-            "duration_ms": t0.elapsed().as_millis() as u64,
-        });
+        let data = BatchResult {
+            ran: done.iter().filter(|d| d.report.ran).count(),
+            migrations: done.into_iter().map(|d| d.report).collect(),
+            duration_ms: t0.elapsed().as_millis() as u64,
+        };
         Outcome::new(changed, msg).with_data(data)
     } else {
         let mut d = done.remove(0);

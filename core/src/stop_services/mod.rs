@@ -9,6 +9,7 @@ pub mod spec;
 
 use crate::ansible::{Invocation, Outcome};
 use crate::converge::Clock;
+use crate::results::stop_services::StopResult;
 use crate::state::{StateDir, StateError, is_plain_name, read_json, remove_file, write_json};
 use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
 use crate::unit::name::{NameError, validate_systemd_unit};
@@ -81,17 +82,6 @@ pub struct StopRecord {
     pub recorded_at: String,
 }
 
-#[derive(Debug, Default, Serialize)]
-struct Report {
-    stopped: Vec<String>,
-    already_inactive: Vec<String>,
-    started: Vec<String>,
-    already_active: Vec<String>,
-    order: Vec<String>,
-    record: String,
-    duration_ms: u64,
-}
-
 /// The seams `stop_services` needs: systemd and a clock, no podman.
 pub struct Host<'a> {
     pub systemd: &'a dyn Systemd,
@@ -122,9 +112,9 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, StopErro
         Some(state.lock(&format!("stop_services {}", p.record))?)
     };
     let deadline = Duration::from_secs(p.timeout);
-    let mut report = Report {
+    let mut report = StopResult {
         record: record_path.display().to_string(),
-        ..Report::default()
+        ..StopResult::default()
     };
     let mut warnings = Vec::new();
     let changed = match p.state {
