@@ -199,18 +199,30 @@ host_podman() { CONTAINERS_CONF=$HOST_CONTAINERS_CONF podman "$@"; }
 # tests/testbed/image and /bin/busybox and kept in host podman's storage across beds; prints its
 # reference. Its RUN step is what makes a build slow (a container run), so only this has it.
 base_image() {
-    local dir=$REPO/tests/testbed/image key ref ctx
-    key=$(cat "$dir/Containerfile.base" "$dir/entry.sh" "$dir/migrate.sh" /bin/busybox | sha256sum | cut -c1-16)
+    local dir=$REPO/tests/testbed/image key ref ctx svc
+    svc=$(testsvc_binary)
+    key=$(cat "$dir/Containerfile.base" "$dir/migrate.sh" "$svc" /bin/busybox | sha256sum | cut -c1-16)
     ref=localhost/refit-testbed-base:$key
     if ! host_podman image exists "$ref"; then
         ctx=$RUN/image-build
         rm -rf "$ctx"
         cp -r "$dir" "$ctx"
         cp /bin/busybox "$ctx/busybox"
+        cp "$svc" "$ctx/testsvc"
         host_podman build -q --network none --format docker -f "$ctx/Containerfile.base" -t "$ref" "$ctx" > /dev/null
         rm -rf "$ctx"
     fi
     echo "$ref"
+}
+
+# The test service (tests/testbed/testsvc), static so it runs FROM scratch; prints its path. Its
+# own target dir: the static flags would otherwise force rebuilds in the workspace's. No
+# registry access: the crate has no dependencies.
+testsvc_binary() {
+    local target=$CACHE/testsvc-target triple=x86_64-unknown-linux-gnu
+    (cd "$REPO" && RUSTFLAGS="-C target-feature=+crt-static" cargo build -q --release --locked --offline \
+        -p refit-testsvc --target "$triple" --target-dir "$target") >&2
+    echo "$target/$triple/release/testsvc"
 }
 
 # Builds one test image with host podman and pushes it under every tag given. Only metadata is
