@@ -1,14 +1,33 @@
 //! What an ansible-playbook run reported: the JSON lines the `refit.containers.progress`
 //! callback wrote, one per refit task result, and the closing stats.
 
+use refit_core::results::container_unit::ContainerUnitResult;
+use refit_core::results::flow_state::FlowStateResult;
+use refit_core::results::run_migrations::RunMigrationsResult;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::collections::BTreeMap;
+
+/// The flow phase a task ran in, from the `refit_phase_*` tag on its phase's `import_tasks`
+/// in roles/flow/tasks/main.yml; `task` for a task outside the phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Preflight,
+    Fetch,
+    Migrate,
+    Start,
+    Verify,
+    Recover,
+    #[serde(other)]
+    Task,
+}
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Event {
     pub host: String,
-    pub phase: String,
+    pub phase: Phase,
     pub action: String,
     pub status: String,
     #[serde(default)]
@@ -73,15 +92,38 @@ impl Run {
         run
     }
 
-    /// The results of one module on one host, in order.
-    pub fn results<'a>(
+    /// The results of one module on one host, in order, each read as that module's result
+    /// type; a result that is not one (a failure before the module ran) is passed over.
+    fn results<'a, R: DeserializeOwned>(
         &'a self,
         host: &'a str,
         module: &'a str,
-    ) -> impl Iterator<Item = &'a Event> {
+    ) -> impl Iterator<Item = (&'a Event, R)> {
         self.events
             .iter()
-            .filter(move |e| e.host == host && e.action.ends_with(module) && e.status != "skipped")
+            .filter(move |e| e.host == host && e.is(module) && e.status != "skipped")
+            .filter_map(|e| Some((e, serde_json::from_value(e.result.clone()).ok()?)))
+    }
+
+    pub fn container_units<'a>(
+        &'a self,
+        host: &'a str,
+    ) -> impl Iterator<Item = (&'a Event, ContainerUnitResult)> {
+        self.results(host, "container_unit")
+    }
+
+    pub fn migrations<'a>(
+        &'a self,
+        host: &'a str,
+    ) -> impl Iterator<Item = (&'a Event, RunMigrationsResult)> {
+        self.results(host, "run_migrations")
+    }
+
+    pub fn flow_states<'a>(
+        &'a self,
+        host: &'a str,
+    ) -> impl Iterator<Item = (&'a Event, FlowStateResult)> {
+        self.results(host, "flow_state")
     }
 
     pub fn hosts(&self) -> Vec<String> {
@@ -105,11 +147,11 @@ impl Run {
             .filter(|e| matches!(e.status.as_str(), "failed" | "unreachable") && !e.ignored)
             .collect();
         if let Some(e) = failed.iter().find(|e| e.status == "unreachable") {
-            return Ending::Failed(format!("{} is unreachable: {}", e.host, msg(e)));
+            return Ending::Failed(format!("{} is unreachable: {}", e.host, e.msg()));
         }
         if let Some(first) = failed.first() {
-            if first.phase == "preflight" && first.action.ends_with("flow_state") {
-                return Ending::Refused(format!("{}: {}", first.host, msg(first)));
+            if first.phase == Phase::Preflight && first.is("flow_state") {
+                return Ending::Refused(format!("{}: {}", first.host, first.msg()));
             }
             // The flow's last word on a host sums up what failed, after its recovery.
             let last = failed
@@ -117,7 +159,7 @@ impl Run {
                 .rev()
                 .find(|e| e.host == first.host)
                 .unwrap_or(first);
-            return Ending::Failed(format!("{}: {}", last.host, msg(last)));
+            return Ending::Failed(format!("{}: {}", last.host, last.msg()));
         }
         match &self.stats {
             None => Ending::Failed("the play did not finish; see the output above".into()),
@@ -130,13 +172,24 @@ impl Run {
     }
 }
 
-fn msg(e: &Event) -> String {
-    e.result
-        .get("msg")
-        .and_then(Value::as_str)
-        .unwrap_or("see the output above")
-        .trim()
-        .to_string()
+impl Event {
+    /// Whether it is a task of the collection's module `module`.
+    fn is(&self, module: &str) -> bool {
+        self.action
+            .strip_prefix("refit.containers.")
+            .unwrap_or(&self.action)
+            == module
+    }
+
+    /// The result's message, which every result, failed or not, carries.
+    pub fn msg(&self) -> String {
+        self.result
+            .get("msg")
+            .and_then(Value::as_str)
+            .unwrap_or("see the output above")
+            .trim()
+            .to_string()
+    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,8 @@
 //! What `status` and `plan` print, computed from a run's events. Pure, so the tables have
 //! snapshot tests.
 
-use crate::events::Run;
+use crate::events::{Phase, Run};
 use serde::Serialize;
-use serde_json::Value;
 
 /// One row of `status`: a service, or an instance of a template.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -24,49 +23,35 @@ pub fn status_rows(run: &Run) -> Vec<StatusRow> {
     let mut rows = Vec::new();
     for host in run.hosts() {
         let stream = run
-            .results(&host, "flow_state")
-            .find_map(|e| str_at(&e.result, "/recorded_stream"))
+            .flow_states(&host)
+            .find_map(|(_, r)| r.recorded_stream)
             .unwrap_or_else(|| "-".into());
-        for e in run.results(&host, "container_unit") {
-            for u in units(&e.result) {
-                let revision = short(str_at(u, "/revision/before").as_deref());
-                let desired = str_at(u, "/revision/after");
-                let mut pending = Vec::new();
-                if u.pointer("/image/newer_available") == Some(&Value::Bool(true)) {
-                    pending.push("newer image");
-                } else if str_at(u, "/revision/before") != desired {
-                    pending.push("new revision");
-                } else if u["restart_needed"] == Value::Bool(true) {
-                    pending.push("restart needed");
-                }
-                let pending = if pending.is_empty() {
-                    "-".to_string()
+        for (_, result) in run.container_units(&host) {
+            for u in result.units() {
+                let revision = short(u.revision.before.as_deref());
+                let pending = if u.image.newer_available == Some(true) {
+                    "newer image"
+                } else if u.revision.before != u.revision.after {
+                    "new revision"
+                } else if u.restart_needed {
+                    "restart needed"
                 } else {
-                    pending.join(", ")
+                    "-"
                 };
-                let instances = u["instances"].as_array().cloned().unwrap_or_default();
-                let image = short(str_at(u, "/image/previous_id").as_deref());
-                let row = |service: String, active: bool| StatusRow {
+                let image = short(u.image.previous_id.as_deref());
+                let row = |service: &str, active: bool| StatusRow {
                     host: host.clone(),
-                    service,
+                    service: service.to_string(),
                     active,
                     revision: revision.clone(),
                     image: image.clone(),
                     stream: stream.clone(),
-                    pending: pending.clone(),
+                    pending: pending.to_string(),
                 };
-                if instances.is_empty() {
-                    rows.push(row(
-                        str_at(u, "/service").unwrap_or_default(),
-                        u["active"] == Value::Bool(true),
-                    ));
+                if u.instances.is_empty() {
+                    rows.push(row(&u.service, u.active));
                 } else {
-                    for i in instances {
-                        rows.push(row(
-                            str_at(&i, "/service").unwrap_or_default(),
-                            i["active"] == Value::Bool(true),
-                        ));
-                    }
+                    rows.extend(u.instances.iter().map(|i| row(&i.service, i.active)));
                 }
             }
         }
@@ -121,56 +106,47 @@ pub fn plan(run: &Run) -> Vec<HostPlan> {
             host: host.clone(),
             ..HostPlan::default()
         };
-        p.preflight = run
-            .results(&host, "flow_state")
-            .find(|e| e.phase == "preflight")
-            .and_then(|e| str_at(&e.result, "/msg"))
+        let preflight = run
+            .flow_states(&host)
+            .find(|(e, _)| e.phase == Phase::Preflight);
+        p.preflight = preflight
+            .as_ref()
+            .map(|(e, _)| e.msg())
             .unwrap_or_else(|| "not run".into());
-        // The fetch phase's check-mode result is the plan of every unit.
-        let fetch = run
-            .results(&host, "container_unit")
-            .find(|e| e.phase == "fetch");
+        // The plan of every unit: what preflight fetched and planned, or the fetch phase's
+        // check-mode result.
+        let fetch = preflight.and_then(|(_, r)| r.plan).or_else(|| {
+            run.container_units(&host)
+                .find(|(e, _)| e.phase == Phase::Fetch)
+                .map(|(_, r)| r)
+        });
         let mut pulls = Vec::new();
-        for u in fetch.iter().flat_map(|e| units(&e.result)) {
-            let actions: Vec<&str> = u["actions"]
-                .as_array()
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let reasons: Vec<&str> = u["reasons"]
-                .as_array()
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            if actions.contains(&"pull") {
-                p.fetch.push(str_at(u, "/image/ref").unwrap_or_default());
-                let unit = str_at(u, "/unit").unwrap_or_default();
-                pulls.push(unit.trim_end_matches(".container").to_string());
+        for u in fetch.iter().flat_map(|r| r.units()) {
+            if u.pulls() {
+                p.fetch.push(u.image.reference.clone().unwrap_or_default());
+                pulls.push(u.unit.trim_end_matches(".container").to_string());
             }
             // A `present` plan writes files; whether the service restarts is what counts.
-            let restarts = u["restart_needed"] == Value::Bool(true)
-                || u["start_needed"] == Value::Bool(true)
-                || actions.contains(&"pull");
-            let subjects = services_of(u);
-            if restarts {
-                let why = if reasons.is_empty() {
+            if u.restart_needed || u.start_needed || u.pulls() {
+                let why = if u.reasons.is_empty() {
                     "new image".to_string()
                 } else {
+                    let reasons: Vec<&str> = u.reasons.iter().map(|r| r.as_str()).collect();
                     reasons.join(", ")
                 };
                 p.restart
-                    .extend(subjects.into_iter().map(|s| format!("{s} ({why})")));
+                    .extend(u.services().into_iter().map(|s| format!("{s} ({why})")));
             } else {
-                p.unchanged.extend(subjects);
+                p.unchanged.extend(u.services());
             }
         }
         // The migrate phase judged each migration on the local image its unit is about to
         // run; one it did not skip is pending. So is one whose unit gets an image still to be
         // pulled, which no stamp can name yet.
-        for e in run.results(&host, "run_migrations") {
-            for m in e.result["migrations"].as_array().into_iter().flatten() {
-                let unit = str_at(m, "/unit").unwrap_or_default();
-                let pending = m["ran"] == Value::Bool(true)
-                    || m["skipped_reason"].is_null()
-                    || pulls.contains(&unit);
+        for (_, r) in run.migrations(&host) {
+            for m in r.migrations() {
+                let unit = m.unit.clone().unwrap_or_default();
+                let pending = m.ran || m.skipped_reason.is_none() || pulls.contains(&unit);
                 if pending && !p.migrate.contains(&unit) {
                     p.migrate.push(unit);
                 }
@@ -211,30 +187,25 @@ pub fn changes(run: &Run) -> Vec<HostChanges> {
             ..HostChanges::default()
         };
         let mut all = Vec::new();
-        for e in run.results(&host, "container_unit") {
-            for s in e.result["restarted_services"]
-                .as_array()
-                .into_iter()
-                .flatten()
-            {
-                if let Some(s) = s.as_str().filter(|s| !c.restarted.iter().any(|r| r == s)) {
-                    c.restarted.push(s.to_string());
+        for (_, r) in run.container_units(&host) {
+            for s in r.restarted_services() {
+                if !c.restarted.contains(&s) {
+                    c.restarted.push(s);
                 }
             }
-            for u in units(&e.result) {
-                for n in services_of(u) {
-                    if !all.contains(&n) {
-                        all.push(n);
-                    }
+            for n in r.units().iter().flat_map(|u| u.services()) {
+                if !all.contains(&n) {
+                    all.push(n);
                 }
             }
         }
-        for e in run.results(&host, "run_migrations") {
-            for m in e.result["migrations"].as_array().into_iter().flatten() {
-                if m["ran"] == Value::Bool(true) {
-                    c.migrated.push(str_at(m, "/unit").unwrap_or_default());
-                }
-            }
+        for (_, r) in run.migrations(&host) {
+            c.migrated.extend(
+                r.migrations()
+                    .iter()
+                    .filter(|m| m.ran)
+                    .map(|m| m.unit.clone().unwrap_or_default()),
+            );
         }
         c.untouched = all
             .into_iter()
@@ -266,29 +237,6 @@ fn listing(v: &[String]) -> String {
     } else {
         v.join(", ")
     }
-}
-
-/// A container_unit result's units: the list of a `units` run, or the result itself.
-fn units(result: &Value) -> Vec<&Value> {
-    match result["units"].as_array() {
-        Some(list) => list.iter().collect(),
-        None if result.get("service").is_some() => vec![result],
-        None => Vec::new(),
-    }
-}
-
-/// The services a unit's report covers: its template instances, or the service itself.
-fn services_of(u: &Value) -> Vec<String> {
-    match u["instances"].as_array().filter(|l| !l.is_empty()) {
-        Some(list) => list.iter().filter_map(|i| str_at(i, "/service")).collect(),
-        None => vec![str_at(u, "/service").unwrap_or_default()],
-    }
-}
-
-fn str_at(v: &Value, pointer: &str) -> Option<String> {
-    v.pointer(pointer)
-        .and_then(Value::as_str)
-        .map(str::to_string)
 }
 
 /// The first 12 characters of an ID or revision, as podman prints IDs; `-` for none.
