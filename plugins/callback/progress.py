@@ -28,7 +28,6 @@ options:
 """
 
 import json
-import os
 import time
 
 from ansible.plugins.callback import CallbackBase
@@ -36,11 +35,16 @@ from ansible.plugins.callback import CallbackBase
 REFIT = "refit.containers."
 
 
+PHASE_TAG = "refit_phase_"
+
+
 def phase_of(task):
-    """The flow phase a task belongs to: the stem of its tasks file, or the play's task."""
-    path = task.get_path() or ""
-    stem = os.path.basename(path.split(":")[0])
-    return stem.rsplit(".", 1)[0] if "/roles/" in path else "task"
+    """The flow phase a task belongs to, from the refit_phase_NAME tag its phase's import_tasks
+    gives it (roles/flow/tasks/main.yml), or "task" outside the phases."""
+    for tag in task.tags or []:
+        if tag.startswith(PHASE_TAG):
+            return tag[len(PHASE_TAG):]
+    return "task"
 
 
 def title(task):
