@@ -301,7 +301,7 @@ fn names(targets: &[Target]) -> String {
 }
 
 /// Checks every parameter without touching the host: the units, and the run's own options.
-fn validate(p: &Params) -> Result<(), UnitError> {
+pub fn validate(p: &Params) -> Result<(), UnitError> {
     target::targets(p, &secrets::SecretKey::placeholder())?;
     if p.max_parallel == 0 {
         return Err(UnitError::MaxParallel);

@@ -15,7 +15,7 @@ const STATES: &[&str] = &[
     "rolled_back",
 ];
 
-const UNIT_COUNT: usize = 20;
+const UNIT_COUNT: usize = 21;
 const RUN_COUNT: usize = 12;
 
 /// What describes one unit.
@@ -48,6 +48,11 @@ pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
     OptionSpec::new("install", Kind::List(Elem::Str), "Extra `[Install]` entries, `Key=Value`."),
     OptionSpec::new("content", Kind::Str, "The whole unit text, instead of the structured options."),
     OptionSpec::new(
+        "socket",
+        Kind::Dict,
+        "Socket activation: refit writes `NAME.socket` (in `systemd_dir`, enabled through `sockets.target`) with `listen` (a list of `ListenStream=` addresses: `HOST:PORT`, `[IPV6]:PORT`, a port, or an absolute unix socket path) and optionally `backlog`, `reuse_port` and `socket_mode`. systemd holds the listening sockets, and podman passes them to the container (`LISTEN_FDS`, fd 3 on), so a restart of the service for a new image or unit text refuses no connection: clients wait in the backlog. The socket is part of the unit's revision; it is started before the service and replaced (restarted) only when its own text changes, which the result reports as `socket_replaced`. Not for templates.",
+    ),
+    OptionSpec::new(
         "instances",
         Kind::List(Elem::Str),
         "For a template `NAME@`: the instances to run. They are replaced in batches of `max_parallel`, each converged and healthy before the next; running instances not listed are stopped.",
@@ -56,7 +61,7 @@ pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
 ];
 
 /// A `units` entry: a unit's options, and a `state` of its own.
-const UNIT_ENTRY: [OptionSpec; UNIT_COUNT + 1] = join(
+pub const UNIT_ENTRY: [OptionSpec; UNIT_COUNT + 1] = join(
     UNIT_OPTIONS,
     [OptionSpec::new(
         "state",

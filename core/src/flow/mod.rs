@@ -5,9 +5,14 @@
 //! flow and stream resumes it instead), an upgrade path is not allowed, the image store is short
 //! of space, the podman API is unreachable, a service is unhealthy, or an image is missing.
 //! `finish` records the stream in use and releases the lease.
+//!
+//! Given the deployment's `units` (and `migrations`), `begin` also fetches every image, writes
+//! and plans every unit and judges every migration (flow/plan.rs); when nothing is to do it
+//! finishes the flow in the same call, so a no-op run is one module call.
 
 mod checks;
 mod lease;
+mod plan;
 pub mod spec;
 mod stream;
 
@@ -50,6 +55,14 @@ pub struct Params {
     pub image_store: PathBuf,
     pub state_dir: PathBuf,
     pub podman_socket: String,
+    #[serde(default)]
+    pub units: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub migrations: Vec<serde_json::Value>,
+    pub pull: String,
+    pub timeout: u64,
+    pub quadlet_dir: PathBuf,
+    pub systemd_dir: PathBuf,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -115,6 +128,14 @@ pub enum FlowError {
     },
     #[error(transparent)]
     State(#[from] StateError),
+    #[error(transparent)]
+    Param(#[from] crate::ansible::validate::ParamError),
+    #[error("parameters could not be read: {0}")]
+    Params(String),
+    #[error(transparent)]
+    Unit(#[from] crate::container_unit::UnitError),
+    #[error(transparent)]
+    Migrate(#[from] crate::migrate::MigrateError),
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -126,162 +147,297 @@ struct Report {
     loaded_images: Vec<String>,
     free_mb: Option<u64>,
     lease: String,
+    /// This run took the lease: its recovery may restore what it stopped.
+    began: bool,
+    /// This run (or the interrupted one it resumes) may have changed units: a checkpoint of
+    /// them exists, and recovery rolls back to it.
+    touched: bool,
+    /// The plan of every unit, as `container_unit` returns it (with `units`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plan: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    migrations: Option<Vec<crate::migrate::Judgement>>,
+    /// Whether the rest of the flow has anything to do.
+    work: bool,
+    /// Nothing was to do, so this call finished the flow: recorded the stream, released the lease.
+    finished: bool,
+}
+
+/// What every action reads first: the state dir's stream and lease.
+struct Context<'a> {
+    p: &'a Params,
+    state: StateDir,
+    leases: Leases,
+    stream_path: PathBuf,
+    recorded: Option<String>,
+    lease: Option<Lease>,
+    flow: String,
+    stream: String,
+    run_id: String,
 }
 
 pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowError> {
     let state = StateDir::new(&p.state_dir);
     let leases = Leases::new(&state);
-    let lease_path = leases.path().clone();
     let stream_path = state.path("stream");
     let recorded = read_optional(&stream_path)?
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty());
     let lease: Option<Lease> = leases.read()?;
-    let mut report = Report {
+    let report = Report {
         recorded_stream: recorded.clone(),
         stream: p.stream.clone(),
-        lease: lease_path.display().to_string(),
+        lease: leases.path().display().to_string(),
         ..Report::default()
     };
-    let flow = p.flow.clone().unwrap_or_default();
-    let stream = p.stream.clone().unwrap_or_default();
-    let run_id = p.run_id.clone().unwrap_or_default();
+    let cx = Context {
+        p: &p,
+        flow: p.flow.clone().unwrap_or_default(),
+        stream: p.stream.clone().unwrap_or_default(),
+        run_id: p.run_id.clone().unwrap_or_default(),
+        state,
+        leases,
+        stream_path,
+        recorded,
+        lease,
+    };
     let (changed, msg) = match p.action {
         Action::Status => (
             false,
-            format!("stream {}", recorded.as_deref().unwrap_or("none recorded")),
-        ),
-        Action::Abandon => match lease {
-            None => (false, "no lease is held".to_string()),
-            // With a run_id, only that run's own lease is released, never another run's.
-            Some(l) if p.run_id.as_ref().is_some_and(|id| *id != l.run_id) => (
-                false,
-                format!(
-                    "the lease belongs to run {}, not this one; left as it is",
-                    l.run_id
-                ),
+            format!(
+                "stream {}",
+                cx.recorded.as_deref().unwrap_or("none recorded")
             ),
-            Some(l) => {
-                if !inv.check_mode {
-                    remove_file(&lease_path)?;
-                }
-                (
-                    true,
-                    format!(
-                        "released the lease of the unfinished {} to {}",
-                        l.flow, l.stream
-                    ),
-                )
-            }
-        },
-        Action::Begin => {
-            let grace = Duration::from_secs(p.lease_grace);
-            // Read-only first: a refusal for any reason writes nothing.
-            leases.decide(
-                lease.as_ref(),
-                &flow,
-                &stream,
-                &run_id,
-                leases.quiet_for(),
-                grace,
-            )?;
-            if flow != "upgrade"
-                && let Some(r) = &recorded
-                && *r != stream
-            {
-                return Err(FlowError::StreamChange {
-                    flow: if flow == "update" {
-                        "n update".into()
-                    } else {
-                        " deploy".into()
-                    },
-                    recorded: r.clone(),
-                    stream: stream.clone(),
-                });
-            }
-            if flow == "upgrade" {
-                let from = lease
-                    .as_ref()
-                    .and_then(|l| l.from_stream.clone())
-                    .or_else(|| recorded.clone())
-                    .ok_or_else(|| FlowError::NothingToUpgrade(stream.clone()))?;
-                check_upgrade(&from, &stream, &p.streams, p.allow_skip)?;
-            }
-            report.free_mb = Some(checks::check_disk(&p.image_store, p.min_free_mb)?);
-            host.podman.ping()?;
-            checks::check_services(host, &p.services)?;
-            if p.image_archive.is_none() {
-                checks::check_images(host, &p.images)?;
-            }
-            if inv.check_mode {
-                (
-                    false,
-                    format!("preflight for {flow} to {stream}: all checks passed"),
-                )
-            } else {
-                // The decision again, under the lock: another controller may have taken the
-                // lease since it was read.
-                let quiet = leases.quiet_for();
-                let _lock = leases.lock(&run_id)?;
-                let held = leases.read()?;
-                let taken = leases.decide(held.as_ref(), &flow, &stream, &run_id, quiet, grace)?;
-                if let Some(archive) = &p.image_archive {
-                    report.loaded_images = host.podman.load_archive(archive)?;
-                    checks::check_images(host, &p.images)?;
-                }
-                let mut resumed_from = held
-                    .as_ref()
-                    .map(|l| l.resumed_from.clone())
-                    .unwrap_or_default();
-                if let Taken::Resumed { from } = &taken {
-                    resumed_from.push(from.clone());
-                }
-                let l = Lease {
-                    flow: flow.clone(),
-                    stream: stream.clone(),
-                    from_stream: held
-                        .as_ref()
-                        .and_then(|l| l.from_stream.clone())
-                        .or(recorded.clone()),
-                    run_id: run_id.clone(),
-                    started_at: held
-                        .as_ref()
-                        .map_or_else(crate::time::now_rfc3339, |l| l.started_at.clone()),
-                    resumed_from,
-                };
-                leases.write(&l)?;
-                report.resumed = matches!(taken, Taken::Resumed { .. });
-                let how = match taken {
-                    Taken::Resumed { from } => format!("resuming an interrupted run ({from})"),
-                    Taken::Own | Taken::Fresh => "all checks passed".into(),
-                };
-                (false, format!("preflight for {flow} to {stream}: {how}"))
-            }
-        }
+        ),
+        Action::Abandon => abandon(&cx, inv)?,
+        Action::Begin => return begin(&cx, inv, host, report),
         // Recording the stream a run reached is bookkeeping, not a change to the services, so
         // a no-op run stays `changed=0`.
         Action::Finish => {
-            if !inv.check_mode {
-                let _lock = leases.lock(&run_id)?;
-                if let Some(l) = leases.read()?
-                    && l.run_id != run_id
-                {
-                    return Err(FlowError::NotOwner {
-                        holder: l.run_id,
-                        run_id,
-                    });
-                }
-                atomic_write(&stream_path, format!("{stream}\n").as_bytes(), 0o644)?;
-                // The run is done; the checkpoint of how things were before it is no longer needed.
-                remove_file(&state.path(&format!("checkpoints/{flow}.json")))?;
-                // What this run stopped is running again; a later recovery must not restart it.
-                remove_file(&state.path(&format!("stops/{flow}.json")))?;
-                remove_file(&lease_path)?;
-            }
-            (false, format!("{flow} finished on stream {stream}"))
+            finish(&cx, inv)?;
+            (
+                false,
+                format!("{} finished on stream {}", cx.flow, cx.stream),
+            )
         }
     };
     Ok(Outcome::new(changed, msg).with_data(&report))
+}
+
+fn abandon(cx: &Context, inv: &Invocation) -> Result<(bool, String), FlowError> {
+    Ok(match &cx.lease {
+        None => (false, "no lease is held".to_string()),
+        // With a run_id, only that run's own lease is released, never another run's.
+        Some(l) if cx.p.run_id.as_ref().is_some_and(|id| *id != l.run_id) => (
+            false,
+            format!(
+                "the lease belongs to run {}, not this one; left as it is",
+                l.run_id
+            ),
+        ),
+        Some(l) => {
+            if !inv.check_mode {
+                remove_file(cx.leases.path())?;
+            }
+            (
+                true,
+                format!(
+                    "released the lease of the unfinished {} to {}",
+                    l.flow, l.stream
+                ),
+            )
+        }
+    })
+}
+
+/// Every check before anything is touched, then the lease; with `units`, the plan too, and
+/// when nothing is to do, the finish.
+fn begin(
+    cx: &Context,
+    inv: &Invocation,
+    host: &Host,
+    mut report: Report,
+) -> Result<Outcome, FlowError> {
+    let p = cx.p;
+    let (flow, stream, run_id) = (&cx.flow, &cx.stream, &cx.run_id);
+    plan::validate_all(p, flow)?;
+    let grace = Duration::from_secs(p.lease_grace);
+    // Read-only first: a refusal for any reason writes nothing.
+    cx.leases.decide(
+        cx.lease.as_ref(),
+        flow,
+        stream,
+        run_id,
+        cx.leases.quiet_for(),
+        grace,
+    )?;
+    if flow != "upgrade"
+        && let Some(r) = &cx.recorded
+        && r != stream
+    {
+        return Err(FlowError::StreamChange {
+            flow: if flow == "update" {
+                "n update".into()
+            } else {
+                " deploy".into()
+            },
+            recorded: r.clone(),
+            stream: stream.clone(),
+        });
+    }
+    if flow == "upgrade" {
+        let from = cx
+            .lease
+            .as_ref()
+            .and_then(|l| l.from_stream.clone())
+            .or_else(|| cx.recorded.clone())
+            .ok_or_else(|| FlowError::NothingToUpgrade(stream.clone()))?;
+        check_upgrade(&from, stream, &p.streams, p.allow_skip)?;
+    }
+    report.free_mb = Some(checks::check_disk(&p.image_store, p.min_free_mb)?);
+    host.podman.ping()?;
+    checks::check_services(host, &p.services)?;
+    if p.image_archive.is_none() {
+        checks::check_images(host, &p.images)?;
+    }
+    let how = if inv.check_mode {
+        "all checks passed".to_string()
+    } else {
+        let taken = take_lease(cx, host, &mut report, grace)?;
+        report.began = true;
+        match taken {
+            Taken::Resumed { from } => format!("resuming an interrupted run ({from})"),
+            Taken::Own | Taken::Fresh => "all checks passed".into(),
+        }
+    };
+    let mut msg = format!("preflight for {flow} to {stream}: {how}");
+    if !plan::wanted(p) {
+        report.work = true;
+        return Ok(Outcome::new(false, msg).with_data(&report));
+    }
+    // From here on the host may be changed; a failure says whether it was, for recovery.
+    let checkpoint = cx.state.path(&format!("checkpoints/{flow}.json"));
+    let planned = match plan::make(p, inv, host, flow) {
+        Ok(planned) => planned,
+        Err(e) => {
+            report.touched = report.began && checkpoint.exists();
+            return Ok(Outcome::default().failed(e.to_string()).with_data(&report));
+        }
+    };
+    report.touched = report.began && checkpoint.exists();
+    report.work = planned.work();
+    report.plan = Some(planned.units_json());
+    report.migrations = Some(planned.migrations.clone());
+    let units = &planned.units;
+    if units.failed {
+        let mut out = Outcome::default()
+            .failed(units.msg.clone())
+            .with_data(&report);
+        out.mask_also = planned.revealed;
+        return Ok(out);
+    }
+    if !report.work && !inv.check_mode {
+        finish(cx, inv)?;
+        report.finished = true;
+        report.touched = false;
+        msg = format!("{msg}; nothing to do, so {flow} finished on stream {stream}");
+    } else {
+        let pending: Vec<&str> = planned
+            .migrations
+            .iter()
+            .filter(|m| m.pending)
+            .map(|m| m.source.as_str())
+            .collect();
+        msg = format!("{msg}; {}", units.msg);
+        if !pending.is_empty() {
+            msg = format!("{msg}; migrations pending: {}", pending.join(", "));
+        }
+    }
+    let mut out = Outcome::new(units.changed, msg).with_data(&report);
+    out.diff = units.diff.clone();
+    out.warnings = units.warnings.clone();
+    out.mask_also = planned.revealed;
+    out.mask_also.extend(units.mask_also.iter().cloned());
+    Ok(out)
+}
+
+/// The decision again, under the lock: another controller may have taken the lease since it
+/// was read. Then the archive is loaded and the lease written.
+fn take_lease(
+    cx: &Context,
+    host: &Host,
+    report: &mut Report,
+    grace: Duration,
+) -> Result<Taken, FlowError> {
+    let p = cx.p;
+    let leases = &cx.leases;
+    let quiet = leases.quiet_for();
+    let _lock = leases.lock(&cx.run_id)?;
+    let held = leases.read()?;
+    let taken = leases.decide(
+        held.as_ref(),
+        &cx.flow,
+        &cx.stream,
+        &cx.run_id,
+        quiet,
+        grace,
+    )?;
+    if let Some(archive) = &p.image_archive {
+        report.loaded_images = host.podman.load_archive(archive)?;
+        checks::check_images(host, &p.images)?;
+    }
+    let mut resumed_from = held
+        .as_ref()
+        .map(|l| l.resumed_from.clone())
+        .unwrap_or_default();
+    if let Taken::Resumed { from } = &taken {
+        resumed_from.push(from.clone());
+    }
+    let l = Lease {
+        flow: cx.flow.clone(),
+        stream: cx.stream.clone(),
+        from_stream: held
+            .as_ref()
+            .and_then(|l| l.from_stream.clone())
+            .or(cx.recorded.clone()),
+        run_id: cx.run_id.clone(),
+        started_at: held
+            .as_ref()
+            .map_or_else(crate::time::now_rfc3339, |l| l.started_at.clone()),
+        resumed_from,
+    };
+    leases.write(&l)?;
+    report.resumed = matches!(taken, Taken::Resumed { .. });
+    Ok(taken)
+}
+
+/// Records the stream and releases the lease: only the run that owns it may.
+fn finish(cx: &Context, inv: &Invocation) -> Result<(), FlowError> {
+    if inv.check_mode {
+        return Ok(());
+    }
+    let leases = &cx.leases;
+    let _lock = leases.lock(&cx.run_id)?;
+    if let Some(l) = leases.read()?
+        && l.run_id != cx.run_id
+    {
+        return Err(FlowError::NotOwner {
+            holder: l.run_id,
+            run_id: cx.run_id.clone(),
+        });
+    }
+    let flow = &cx.flow;
+    atomic_write(
+        &cx.stream_path,
+        format!("{}\n", cx.stream).as_bytes(),
+        0o644,
+    )?;
+    // The run is done; the checkpoint of how things were before it is no longer needed.
+    remove_file(&cx.state.path(&format!("checkpoints/{flow}.json")))?;
+    // What this run stopped is running again; a later recovery must not restart it.
+    remove_file(&cx.state.path(&format!("stops/{flow}.json")))?;
+    remove_file(leases.path())?;
+    Ok(())
 }
 
 /// Runs the module against this host.
@@ -291,5 +447,7 @@ pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, FlowError> {
     run(p, inv, &Host::real(&podman, &registry))
 }
 
+#[cfg(test)]
+mod begin_tests;
 #[cfg(test)]
 mod tests;

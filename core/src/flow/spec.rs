@@ -32,6 +32,24 @@ pub static OPTIONS: &[OptionSpec] = &[
     OptionSpec::new("image_store", Kind::Path, "Where podman keeps images.").default(Default::Str("/var/lib/containers/storage")),
     OptionSpec::new("state_dir", Kind::Path, "refit's state dir: the stream in use and the run lease.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
     OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str(crate::podman::DEFAULT_SOCKET)),
+    OptionSpec::new(
+        "units",
+        Kind::List(Elem::Dict),
+        "The deployment's units, as `container_unit` `units` entries. With them, `begin` also fetches every image and writes every unit without restarting anything (`container_unit` `state=present`, checkpointed under the flow's name), and judges every migration; when nothing is to do, it finishes the flow in the same call (`finished`).",
+    )
+    .suboptions(&crate::container_unit::spec::UNIT_ENTRY),
+    OptionSpec::new(
+        "migrations",
+        Kind::List(Elem::Dict),
+        "The deployment's migrations, as `run_migrations` `migrations` entries, judged on the image each unit is about to run: by stamp, then by check command. Nothing is stopped or migrated here.",
+    )
+    .suboptions(&crate::migrate::spec::MIGRATION_OPTIONS),
+    OptionSpec::new("pull", Kind::Str, "How `begin` fetches the units' images, as `container_unit` `pull`.")
+        .default(Default::Str("always"))
+        .choices(&["always", "missing", "never"]),
+    OptionSpec::new("timeout", Kind::Int, "Seconds a pull or a migration's check command may take.").default(Default::Int(300)),
+    OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live, as `container_unit` `quadlet_dir`.").default(Default::Str("/etc/containers/systemd")),
+    OptionSpec::new("systemd_dir", Kind::Path, "Where boot links and sockets go, as `container_unit` `systemd_dir`.").default(Default::Str("/etc/systemd/system")),
 ];
 
 pub static SPEC: ModuleSpec = ModuleSpec {

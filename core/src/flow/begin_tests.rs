@@ -1,0 +1,191 @@
+//! Issue 21: `begin` with the deployment decides in one call. On the simulated host, a run
+//! with nothing to do finishes there (stream recorded, lease released, no job); a run with
+//! work leaves the lease, the checkpoint and the written unit for the phases after it; bad
+//! units are refused before the state dir exists.
+
+use super::run;
+use super::spec::SPEC;
+use crate::ansible::driver::respond;
+use crate::host::Host;
+use crate::testing::sim::SimHost;
+use crate::testing::{FakeClock, FakeQuadlet, FakeRegistry};
+use serde_json::{Value, json};
+
+const IMAGE: &str = "127.0.0.1:5000/app:1";
+
+struct Bed {
+    dir: tempfile::TempDir,
+    sim: SimHost,
+}
+
+impl Bed {
+    fn new() -> Bed {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sim = SimHost::new(dir.path().join("quadlet"));
+        sim.add_image(IMAGE, "img-a");
+        Bed { dir, sim }
+    }
+
+    fn respond(&self, spec: &'static crate::ansible::ModuleSpec, args: Value) -> Value {
+        let path = self.dir.path().join("args.json");
+        std::fs::write(&path, args.to_string()).expect("write args");
+        let (clock, registry, quadlet) = (
+            FakeClock::default(),
+            FakeRegistry::default(),
+            FakeQuadlet::default(),
+        );
+        let host = Host {
+            systemd: &self.sim,
+            podman: &self.sim,
+            registry: &registry,
+            clock: &clock,
+            quadlet: &quadlet,
+        };
+        if spec.name == "flow_state" {
+            respond(spec, &path, |p, inv| run(p, inv, &host))
+        } else {
+            respond(spec, &path, |p, inv| {
+                crate::container_unit::run(p, inv, &host)
+            })
+        }
+    }
+
+    fn dirs(&self, mut args: Value) -> Value {
+        let root = self.dir.path();
+        args["quadlet_dir"] = json!(root.join("quadlet"));
+        args["systemd_dir"] = json!(root.join("systemd"));
+        args["state_dir"] = json!(root.join("state"));
+        args
+    }
+
+    /// app, running and converged on `env`.
+    fn deployed(&self, env: &str) {
+        let out = self.respond(
+            &crate::container_unit::spec::SPEC,
+            self.dirs(json!({"units": [unit(env)], "state": "started", "pull": "missing", "min_healthy_time": 0})),
+        );
+        assert_eq!(out["failed"], json!(false), "{out}");
+        self.sim.calls.lock().expect("calls").clear();
+    }
+
+    fn begin(&self, env: &str) -> Value {
+        self.respond(
+            &SPEC,
+            self.dirs(json!({
+                "action": "begin", "flow": "update", "stream": "1.0", "run_id": "r1",
+                "image_store": self.dir.path(), "min_free_mb": 1, "pull": "missing",
+                "services": ["app"], "units": [unit(env)],
+            })),
+        )
+    }
+
+    fn state(&self, rel: &str) -> std::path::PathBuf {
+        self.dir.path().join("state").join(rel)
+    }
+
+    fn jobs(&self) -> Vec<String> {
+        let calls = self.sim.calls.lock().expect("calls");
+        calls
+            .iter()
+            .filter(|c| {
+                ["start", "stop", "restart"]
+                    .iter()
+                    .any(|j| c.starts_with(j))
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+fn unit(env: &str) -> Value {
+    json!({"name": "app", "image": IMAGE, "env": {"V": env}})
+}
+
+#[test]
+fn r21_a_run_with_nothing_to_do_finishes_in_the_first_call() {
+    let bed = Bed::new();
+    bed.deployed("a");
+    let out = bed.begin("a");
+    assert_eq!(out["failed"], json!(false), "{out}");
+    assert_eq!(out["changed"], json!(false), "{out}");
+    assert_eq!(out["work"], json!(false), "{out}");
+    assert_eq!(out["finished"], json!(true), "{out}");
+    assert_eq!(
+        out["plan"]["units"][0]["unit"],
+        json!("app.container"),
+        "{out}"
+    );
+    let stream = std::fs::read_to_string(bed.state("stream")).expect("stream recorded");
+    assert_eq!(stream.trim(), "1.0");
+    assert!(!bed.state("flow-lease.json").exists(), "lease released");
+    assert!(
+        !bed.state("checkpoints/update.json").exists(),
+        "checkpoint gone"
+    );
+    assert_eq!(bed.jobs(), Vec::<String>::new(), "no systemd job");
+}
+
+#[test]
+fn r21_a_run_with_work_writes_the_unit_and_leaves_the_rest_to_the_phases() {
+    let bed = Bed::new();
+    bed.deployed("a");
+    let running = bed.sim.running("app.service").expect("a runs");
+    let out = bed.begin("b");
+    assert_eq!(out["failed"], json!(false), "{out}");
+    assert_eq!(out["work"], json!(true), "{out}");
+    assert_eq!(out["finished"], json!(false), "{out}");
+    assert_eq!(out["plan"]["restart_needed"], json!(true), "{out}");
+    assert_eq!(
+        (out["began"].clone(), out["touched"].clone()),
+        (json!(true), json!(true))
+    );
+    let text = std::fs::read_to_string(bed.dir.path().join("quadlet/app.container")).expect("unit");
+    assert!(text.contains("V=b"), "{text}");
+    assert!(
+        bed.state("flow-lease.json").exists(),
+        "lease kept for the phases"
+    );
+    assert!(
+        bed.state("checkpoints/update.json").exists(),
+        "checkpoint for recovery"
+    );
+    assert!(
+        !bed.state("stream").exists(),
+        "stream recorded only by finish"
+    );
+    assert_eq!(
+        bed.sim.running("app.service"),
+        Some(running),
+        "nothing restarted"
+    );
+}
+
+#[test]
+fn r21_bad_units_are_refused_by_parameter_before_the_host_is_touched() {
+    let bed = Bed::new();
+    let mut args = bed.dirs(json!({
+        "action": "begin", "flow": "update", "stream": "1.0", "run_id": "r1",
+        "image_store": bed.dir.path(), "min_free_mb": 1,
+        "units": [{"name": "../x", "image": IMAGE}],
+    }));
+    let out = bed.respond(&SPEC, args.clone());
+    assert_eq!(out["failed"], json!(true), "{out}");
+    assert!(
+        out["msg"].as_str().unwrap_or_default().contains("name"),
+        "{out}"
+    );
+    args["units"] = json!([{"name": "app", "image": IMAGE, "bogus": 1}]);
+    let out = bed.respond(&SPEC, args);
+    assert!(
+        out["msg"].as_str().unwrap_or_default().contains("bogus"),
+        "{out}"
+    );
+    assert!(
+        !bed.dir.path().join("state").exists(),
+        "state dir untouched"
+    );
+    assert!(
+        bed.sim.calls.lock().expect("calls").is_empty(),
+        "no call to the host"
+    );
+}

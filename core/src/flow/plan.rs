@@ -1,0 +1,131 @@
+//! `begin`'s second half: every image fetched, every unit written and planned, every migration
+//! judged, in the call that took the lease. A run with nothing to do then ends in that one call,
+//! which is what a scheduled update, an idempotence check or a fleet's current hosts pay.
+//!
+//! The units and migrations are judged by the specs of `container_unit` and `run_migrations`
+//! themselves, so `begin` refuses bad input exactly as they would, before the host is touched.
+
+use super::{FlowError, Params};
+use crate::ansible::Invocation;
+use crate::ansible::validate::validate;
+use crate::container_unit;
+use crate::host::Host;
+use crate::migrate::{self, Judgement};
+use serde_json::{Map, Value, json};
+
+/// What the flow's first call found: the plan of every unit, as `container_unit` returns it,
+/// and each migration's verdict.
+#[derive(Debug)]
+pub struct FlowPlan {
+    pub units: crate::ansible::Outcome,
+    pub migrations: Vec<Judgement>,
+    /// Secret values read for check commands: masked in the result.
+    pub revealed: Vec<String>,
+}
+
+impl FlowPlan {
+    /// Whether the rest of the flow has anything to do: a unit written, to restart or to
+    /// start, or a migration pending.
+    pub fn work(&self) -> bool {
+        let flag = |k: &str| self.units.data.get(k) == Some(&Value::Bool(true));
+        self.units.changed
+            || flag("restart_needed")
+            || flag("start_needed")
+            || self.migrations.iter().any(|m| m.pending)
+    }
+
+    /// The `plan` return value: the units' result with its own `changed` and `msg`.
+    pub fn units_json(&self) -> Value {
+        let mut m = self.units.data.clone();
+        m.insert("changed".into(), Value::Bool(self.units.changed));
+        m.insert("msg".into(), Value::String(self.units.msg.clone()));
+        Value::Object(m)
+    }
+}
+
+/// Whether `begin` was given the deployment to plan, or only checks to make.
+pub fn wanted(p: &Params) -> bool {
+    !p.units.is_empty()
+}
+
+fn unit_params(p: &Params, flow: &str) -> Result<container_unit::Params, FlowError> {
+    let args = object(json!({
+        "units": p.units,
+        "state": "present",
+        "pull": p.pull,
+        "timeout": p.timeout,
+        // The checkpoint of how every unit was before this run, which recovery restores.
+        "checkpoint": flow,
+        "quadlet_dir": p.quadlet_dir,
+        "systemd_dir": p.systemd_dir,
+        "state_dir": p.state_dir,
+        "podman_socket": p.podman_socket,
+    }));
+    let params = validate(&container_unit::spec::SPEC, &args)?;
+    serde_json::from_value(Value::Object(params)).map_err(|e| FlowError::Params(e.to_string()))
+}
+
+fn migrate_params(p: &Params, flow: &str) -> Result<migrate::Params, FlowError> {
+    let images: Map<String, Value> = p
+        .units
+        .iter()
+        .filter_map(|u| {
+            Some((
+                u.get("name")?.as_str()?.to_string(),
+                u.get("image")?.clone(),
+            ))
+        })
+        .collect();
+    let args = object(json!({
+        "migrations": p.migrations,
+        "images": images,
+        "stop_first": true,
+        "stop_record": flow,
+        "timeout": p.timeout,
+        "quadlet_dir": p.quadlet_dir,
+        "state_dir": p.state_dir,
+        "podman_socket": p.podman_socket,
+    }));
+    let params = validate(&migrate::spec::SPEC, &args)?;
+    serde_json::from_value(Value::Object(params)).map_err(|e| FlowError::Params(e.to_string()))
+}
+
+fn object(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// Judges the units and migrations without touching the host.
+pub fn validate_all(p: &Params, flow: &str) -> Result<(), FlowError> {
+    if !wanted(p) {
+        return Ok(());
+    }
+    let units = unit_params(p, flow)?;
+    container_unit::validate(&units)?;
+    if !p.migrations.is_empty() {
+        migrate::validate(&migrate_params(p, flow)?)?;
+    }
+    Ok(())
+}
+
+/// Fetches, writes and plans every unit (nothing restarts), then judges every migration on
+/// the image its unit is about to run.
+pub fn make(p: &Params, inv: &Invocation, host: &Host, flow: &str) -> Result<FlowPlan, FlowError> {
+    let units = container_unit::run(unit_params(p, flow)?, inv, host)?;
+    let (migrations, revealed) = if p.migrations.is_empty() || units.failed {
+        (Vec::new(), Vec::new())
+    } else {
+        let state = crate::state::StateDir::new(&p.state_dir);
+        let _lock = (!inv.check_mode)
+            .then(|| state.lock(&format!("flow_state {flow}: judging migrations")))
+            .transpose()?;
+        migrate::judge_all(&migrate_params(p, flow)?, inv, host)?
+    };
+    Ok(FlowPlan {
+        units,
+        migrations,
+        revealed,
+    })
+}
