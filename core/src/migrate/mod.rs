@@ -10,6 +10,7 @@ pub mod spec;
 use crate::ansible::{Invocation, Outcome};
 use crate::host::Host;
 use crate::podman::{Finished, OneOff, PodmanError};
+pub use crate::results::run_migrations::Judgement;
 use crate::results::run_migrations::{BatchResult, MigrationResult};
 use crate::state::{StateDir, StateError, read_json, write_json};
 use crate::unit::name::NameError;
@@ -363,15 +364,6 @@ fn new_stamp(source: &str, m: &Migration, image_id: &str, outcome: &str) -> Stam
         outcome: outcome.to_string(),
         recorded_at: crate::time::now_rfc3339(),
     }
-}
-
-/// One migration of a flow, judged before anything is stopped.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Judgement {
-    /// The unit (or image) the migration is for.
-    pub source: String,
-    pub pending: bool,
-    pub msg: String,
 }
 
 /// Judges every migration without running or stopping anything: what a flow's first call

@@ -1,6 +1,8 @@
 //! `flow_state`'s result.
 
 use super::container_unit::ContainerUnitResult;
+use super::run_migrations::Judgement;
+use super::run_migrations::Judgement;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -13,8 +15,24 @@ pub struct FlowStateResult {
     pub free_mb: Option<u64>,
     /// The lease file's path.
     pub lease: String,
-    /// `begin`: the plan of every unit, from the fetch it did (container_unit's check-mode
-    /// result). None for the other actions.
+    /// This run took the lease: its recovery may restore what it stopped.
+    #[serde(default)]
+    pub began: bool,
+    /// This run (or the interrupted one it resumes) may have changed units: a checkpoint of
+    /// them exists, and recovery rolls back to it.
+    #[serde(default)]
+    pub touched: bool,
+    /// `begin` with units: the plan of every unit, as `container_unit` returns it in check mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<ContainerUnitResult>,
+    /// `begin` with migrations: each one judged before anything is stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrations: Option<Vec<Judgement>>,
+    /// Whether the rest of the flow has anything to do.
+    #[serde(default)]
+    pub work: bool,
+    /// Nothing was to do, so this call finished the flow: recorded the stream, released the
+    /// lease.
+    #[serde(default)]
+    pub finished: bool,
 }

@@ -19,6 +19,15 @@ pub struct MigrationResult {
     pub duration_ms: u64,
 }
 
+/// One migration of a flow, judged before anything is stopped.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Judgement {
+    /// The unit (or image) the migration is for.
+    pub source: String,
+    pub pending: bool,
+    pub msg: String,
+}
+
 /// A `migrations` run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct BatchResult {
