@@ -2,7 +2,6 @@
 
 use super::container_unit::ContainerUnitResult;
 use super::run_migrations::Judgement;
-use super::run_migrations::Judgement;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
