@@ -115,6 +115,7 @@ pub fn plan(run: &Run) -> Vec<HostPlan> {
             .unwrap_or_else(|| "not run".into());
         // The plan of every unit: what preflight fetched and planned, or the fetch phase's
         // check-mode result.
+        let preflight_migrations = preflight.as_ref().and_then(|(_, r)| r.migrations.clone());
         let fetch = preflight.and_then(|(_, r)| r.plan).or_else(|| {
             run.container_units(&host)
                 .find(|(e, _)| e.phase == Phase::Fetch)
@@ -140,9 +141,18 @@ pub fn plan(run: &Run) -> Vec<HostPlan> {
                 p.unchanged.extend(u.services());
             }
         }
-        // The migrate phase judged each migration on the local image its unit is about to
-        // run; one it did not skip is pending. So is one whose unit gets an image still to be
-        // pulled, which no stamp can name yet.
+        // The preflight judged each migration on the image its unit is about to run; an
+        // older flow's migrate phase did, and one it did not skip is pending. So is one whose
+        // unit gets an image still to be pulled, which no stamp can name yet.
+        let judged = preflight_migrations.unwrap_or_default();
+        for m in judged
+            .iter()
+            .filter(|m| m.pending || pulls.contains(&m.source))
+        {
+            if !p.migrate.contains(&m.source) {
+                p.migrate.push(m.source.clone());
+            }
+        }
         for (_, r) in run.migrations(&host) {
             for m in r.migrations() {
                 let unit = m.unit.clone().unwrap_or_default();

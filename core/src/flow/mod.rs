@@ -18,8 +18,9 @@ mod stream;
 
 use crate::ansible::{Invocation, Outcome};
 use crate::host::Host;
+use crate::results::flow_state::FlowStateResult as Report;
 use crate::state::{StateDir, StateError, atomic_write, read_optional, remove_file};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -136,31 +137,6 @@ pub enum FlowError {
     Unit(#[from] crate::container_unit::UnitError),
     #[error(transparent)]
     Migrate(#[from] crate::migrate::MigrateError),
-}
-
-#[derive(Debug, Default, Serialize)]
-struct Report {
-    /// The stream recorded before this run.
-    recorded_stream: Option<String>,
-    stream: Option<String>,
-    resumed: bool,
-    loaded_images: Vec<String>,
-    free_mb: Option<u64>,
-    lease: String,
-    /// This run took the lease: its recovery may restore what it stopped.
-    began: bool,
-    /// This run (or the interrupted one it resumes) may have changed units: a checkpoint of
-    /// them exists, and recovery rolls back to it.
-    touched: bool,
-    /// The plan of every unit, as `container_unit` returns it (with `units`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    plan: Option<serde_json::Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    migrations: Option<Vec<crate::migrate::Judgement>>,
-    /// Whether the rest of the flow has anything to do.
-    work: bool,
-    /// Nothing was to do, so this call finished the flow: recorded the stream, released the lease.
-    finished: bool,
 }
 
 /// What every action reads first: the state dir's stream and lease.
@@ -326,7 +302,7 @@ fn begin(
     };
     report.touched = report.began && checkpoint.exists();
     report.work = planned.work();
-    report.plan = Some(planned.units_json());
+    report.plan = serde_json::from_value(planned.units_json()).ok();
     report.migrations = Some(planned.migrations.clone());
     let units = &planned.units;
     if units.failed {

@@ -383,9 +383,15 @@ pub fn judge_all(
     let mut revealed = Vec::new();
     let mut out = Vec::with_capacity(list.len());
     for m in list {
+        // Named as the deployment names it, so a plan can set it beside its unit.
+        let source = m
+            .unit
+            .clone()
+            .or_else(|| m.image.clone())
+            .unwrap_or_default();
         out.push(match judge(m, p, inv, host, &state, &mut revealed)? {
             Judged::Decided(d) => Judgement {
-                source: d.report.unit.clone().unwrap_or_default(),
+                source,
                 pending: d.changed,
                 msg: d.msg,
             },
@@ -395,7 +401,7 @@ pub fn judge_all(
                     r.oneoff.source,
                     short(&r.image_id)
                 ),
-                source: r.oneoff.source,
+                source,
                 pending: true,
             },
         });
