@@ -126,6 +126,7 @@ impl Applier<'_> {
         };
         let lap = Instant::now();
         let mut history = obs.history.clone();
+        let socket = super::socket::prepare(self.host, t).map_err(step)?;
         // Removing a unit stops its services first; otherwise the new file comes first.
         if t.wanted == Wanted::Absent {
             self.stop_all(&plan.stops).map_err(step)?;
@@ -134,6 +135,9 @@ impl Applier<'_> {
             self.apply_file(t, obs, plan, &mut history).map_err(step)?;
             self.stop_all(&plan.stops).map_err(step)?;
         }
+        let reloaded = plan.file.contains(&Action::DaemonReload);
+        report.result.socket_replaced =
+            super::socket::finish(self.host, t, reloaded, socket).map_err(step)?;
         report.result.duration_ms.apply = Some(lap.elapsed().as_millis() as u64);
         let Some(d) = &t.desired else { return Ok(()) };
         if plan.starts.is_empty() {

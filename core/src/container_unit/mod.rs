@@ -14,6 +14,7 @@ mod observe;
 mod report;
 mod rollback;
 mod secrets;
+mod socket;
 pub mod spec;
 mod target;
 

@@ -179,6 +179,11 @@ fn target(
     if !name.is_template() && !u.instances.is_empty() {
         return Err(UnitError::InstancesWithoutTemplate(name.file_name()));
     }
+    if name.is_template() && u.options.socket.is_some() {
+        return Err(UnitError::Render(
+            crate::unit::socket::SocketError::Template(name.file_name()).into(),
+        ));
+    }
     if !name.is_template() && u.canary.is_some() {
         return Err(UnitError::CanaryWithoutTemplate(name.file_name()));
     }

@@ -19,6 +19,10 @@ pub struct UnitResult {
     /// A service is not running, and `started` would start it.
     pub start_needed: bool,
     pub restarted: bool,
+    /// For a unit with a `socket`: whether this run replaced the running socket (only a change
+    /// of the socket's own text does); absent for a unit without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_replaced: Option<bool>,
     pub rolled_back: bool,
     pub reasons: Vec<Reason>,
     pub actions: Vec<String>,

@@ -5,6 +5,7 @@ pub mod file;
 pub mod name;
 pub mod render;
 pub mod revision;
+pub mod socket;
 pub mod words;
 
 pub use file::UnitFile;

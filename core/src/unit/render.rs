@@ -27,6 +27,8 @@ pub enum RenderError {
     Parse(#[from] ParseError),
     #[error(transparent)]
     Image(#[from] RefError),
+    #[error(transparent)]
+    Socket(#[from] super::socket::SocketError),
 }
 
 /// The options that describe one `.container` unit. Everything optional, so `content` can stand
@@ -51,6 +53,8 @@ pub struct ContainerOptions {
     pub service: Vec<String>,
     pub install: Vec<String>,
     pub content: Option<String>,
+    /// The socket unit that holds the service's listening sockets (see `unit::socket`).
+    pub socket: Option<Map<String, Value>>,
 }
 
 /// A desired unit: its parsed text and the image it runs.
@@ -73,19 +77,23 @@ pub fn render(
         Some(text) => UnitFile::parse(text)?,
         None => structured(opts, secret_name)?,
     };
-    if !opts.depends_on.is_empty() {
+    for (i, d) in opts.depends_on.iter().enumerate() {
+        one_line(&format!("depends_on[{i}]"), d)?;
+        let svc = super::name::service_name(d);
         let s = unit.section_mut("Unit");
-        for (i, d) in opts.depends_on.iter().enumerate() {
-            one_line(&format!("depends_on[{i}]"), d)?;
-            let svc = super::name::service_name(d);
-            s.entries.push(("Requires".into(), svc.clone()));
-            s.entries.push(("After".into(), svc));
-        }
-        // [Unit] leads a unit file, as systemd's own files have it.
-        if let Some(i) = unit.sections.iter().position(|s| s.name == "Unit") {
-            let u = unit.sections.remove(i);
-            unit.sections.insert(0, u);
-        }
+        s.entries.push(("Requires".into(), svc.clone()));
+        s.entries.push(("After".into(), svc));
+    }
+    if let Some(socket) = &opts.socket {
+        super::socket::SocketSpec::parse(socket)?.embed(&mut unit);
+    }
+    // [Unit] leads a unit file, as systemd's own files have it; only a unit refit added to is
+    // reordered, so a given `content` keeps its revision.
+    if (!opts.depends_on.is_empty() || opts.socket.is_some())
+        && let Some(i) = unit.sections.iter().position(|s| s.name == "Unit")
+    {
+        let u = unit.sections.remove(i);
+        unit.sections.insert(0, u);
     }
     let image = unit
         .value("Container", "Image")

@@ -1,0 +1,164 @@
+//! The socket unit beside a container unit (`socket` option; the text comes from
+//! `unit::socket`). It lives in `systemd_dir`, not the quadlet dir: quadlet 5.4 neither reads
+//! nor copies a `.socket` there, so systemd would never see it. It is enabled through
+//! `sockets.target.wants`, started before its service, and left running across the service's
+//! restarts: only a change of its own text replaces it.
+
+use super::target::Target;
+use super::{Host, UnitError};
+use crate::plan::Wanted;
+use crate::state::{atomic_write, io_err, remove_file};
+use crate::systemd::Job;
+use std::path::PathBuf;
+
+/// One target's socket: where it goes and what it should say.
+pub struct SocketFile {
+    pub unit: String,
+    path: PathBuf,
+    link: PathBuf,
+    /// None: the target has no socket (any file there goes away).
+    desired: Option<String>,
+}
+
+/// What a run did to the socket file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    Unchanged,
+    /// Written where there was none.
+    Created,
+    /// Written over a different text: the running socket must be replaced.
+    Replaced,
+    Removed,
+}
+
+impl SocketFile {
+    pub fn of(t: &Target) -> Self {
+        let unit = format!("{}.socket", t.name.stem());
+        let desired = t
+            .desired
+            .as_ref()
+            .filter(|_| t.wanted != Wanted::Absent)
+            .and_then(|d| crate::unit::socket::socket_unit(&d.unit, &t.name.service()))
+            .map(|u| u.render());
+        SocketFile {
+            path: t.systemd_dir.join(&unit),
+            link: t.systemd_dir.join("sockets.target.wants").join(&unit),
+            unit,
+            desired,
+        }
+    }
+
+    /// True when the target has a socket, or had one on disk.
+    pub fn concerns(&self) -> bool {
+        self.desired.is_some() || self.path.exists()
+    }
+
+    /// Writes (and enables) or removes the file. The caller reloads systemd after it.
+    pub fn write(&self) -> Result<Written, UnitError> {
+        let on_disk = std::fs::read_to_string(&self.path).ok();
+        let Some(text) = &self.desired else {
+            if on_disk.is_none() {
+                return Ok(Written::Unchanged);
+            }
+            remove_file(&self.link)?;
+            remove_file(&self.path)?;
+            return Ok(Written::Removed);
+        };
+        if on_disk.as_deref() == Some(text.as_str()) && self.link.exists() {
+            return Ok(Written::Unchanged);
+        }
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir).map_err(io_err("create", dir))?;
+        }
+        atomic_write(&self.path, text.as_bytes(), 0o644)?;
+        if !self.link.exists() {
+            super::links::ensure_link_dir(&self.link)?;
+            std::os::unix::fs::symlink(&self.path, &self.link)
+                .map_err(io_err("link", &self.link))?;
+        }
+        Ok(match on_disk {
+            None => Written::Created,
+            Some(old) if old != *text => Written::Replaced,
+            Some(_) => Written::Unchanged,
+        })
+    }
+
+    /// Brings the running socket in line with the file, before the service starts. A replaced
+    /// socket cannot bind while the old service still holds its addresses, so the services
+    /// stop first (the only refused connections a socket change costs).
+    pub fn converge(
+        &self,
+        host: &Host,
+        written: Written,
+        services: &[String],
+    ) -> Result<bool, UnitError> {
+        let units = [self.unit.clone()];
+        match written {
+            Written::Removed => {
+                host.systemd.run_job(Job::Stop, &units)?;
+                Ok(true)
+            }
+            Written::Replaced => {
+                host.systemd.run_job(Job::Stop, services)?;
+                host.systemd.run_job(Job::Restart, &units)?;
+                Ok(true)
+            }
+            Written::Created | Written::Unchanged => {
+                if self.desired.is_some() {
+                    // Idempotent: a running socket stays as it is.
+                    host.systemd.run_job(Job::Start, &units)?;
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    /// A stop or removal of the unit stops its socket first: a connection to a socket left
+    /// listening would start the service again.
+    pub fn stop(&self, host: &Host) -> Result<(), UnitError> {
+        if self.path.exists() {
+            host.systemd.run_job(Job::Stop, &[self.unit.clone()])?;
+        }
+        Ok(())
+    }
+}
+
+/// A target's socket between the two steps of its change.
+pub struct Pending {
+    file: SocketFile,
+    written: Written,
+}
+
+/// Before the unit file is written: a unit that stops takes its socket down first, and the
+/// socket file is written now so that the unit's daemon-reload reads both. `present` starts
+/// nothing, so it leaves the socket file for the run that starts the unit.
+pub fn prepare(host: &Host, t: &Target) -> Result<Option<Pending>, UnitError> {
+    let file = SocketFile::of(t);
+    if !file.concerns() || t.wanted == Wanted::Present {
+        return Ok(None);
+    }
+    if matches!(t.wanted, Wanted::Absent | Wanted::Stopped) {
+        file.stop(host)?;
+    }
+    let written = file.write()?;
+    Ok(Some(Pending { file, written }))
+}
+
+/// After the unit file, before its services start: the socket runs as its file says. Returns
+/// whether the running socket was replaced (None for a unit without one).
+pub fn finish(
+    host: &Host,
+    t: &Target,
+    reloaded: bool,
+    p: Option<Pending>,
+) -> Result<Option<bool>, UnitError> {
+    let Some(p) = p else { return Ok(None) };
+    if p.written != Written::Unchanged && !reloaded {
+        host.systemd.daemon_reload()?;
+    }
+    if t.wanted == Wanted::Stopped {
+        return Ok(Some(false));
+    }
+    let replaced = p.file.converge(host, p.written, &t.services())?;
+    Ok(Some(replaced))
+}
