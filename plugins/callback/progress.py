@@ -83,8 +83,11 @@ def unit_lines(result):
 
 def migration_lines(result):
     for m in result.get("migrations") or []:
-        unit = m.get("unit") or "migration"
-        if m.get("ran"):
+        unit = m.get("unit") or m.get("source") or "migration"
+        if "pending" in m:
+            # The preflight's judgement: nothing has run yet.
+            yield unit, "migration pending" if m["pending"] else "nothing pending"
+        elif m.get("ran"):
             yield unit, "migrated  %s" % seconds(m.get("duration_ms") or 0)
         else:
             yield unit, m.get("skipped_reason") or "nothing pending"
@@ -161,7 +164,9 @@ class CallbackModule(CallbackBase):
             if self._display.verbosity:
                 self._line(host, phase, status, title(task))
             return
-        lines = list(unit_lines(res)) + list(migration_lines(res))
+        # The preflight's plan holds the units it fetched and wrote.
+        plan = res.get("plan") if isinstance(res.get("plan"), dict) else res
+        lines = list(unit_lines(plan)) + list(migration_lines(res))
         if not lines or self._display.verbosity:
             lines.append(("", res.get("msg", status)))
         color = "yellow" if status == "changed" else None
