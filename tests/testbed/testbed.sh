@@ -13,6 +13,8 @@
 #   testbed.sh archive OUT REF...  pull REFs from the registry and `podman save -m` them to OUT
 #   testbed.sh registry stop|start take the registry away (offline tests) and bring it back
 #   testbed.sh registry pause|resume  freeze the registry (it stops answering) and thaw it
+#   testbed.sh pulp-images         build (cached by recipe) and push the Pulp and PostgreSQL images
+#                                  (tests/testbed/pulp); `up` does it too when REFIT_PULP=1
 #   testbed.sh env                 print the exports that point Ansible at this bed
 #
 # Where things live:
@@ -259,6 +261,8 @@ push_images() {
     build_image 0.0.0 stubborn 1 $r/stubborn:latest
 }
 
+pulp_images() { CACHE=$CACHE RUN=$RUN REGISTRY=$REGISTRY CONTAINERS_CONF=$HOST_CONTAINERS_CONF "$REPO/tests/testbed/pulp/build.sh"; }
+
 host_dir() { echo "$RUN/hosts/$1"; }
 ssh_port_conf() { echo "$(host_dir "$1")/root/etc/ssh/sshd_config.d/60-testbed-port.conf"; }
 ssh_port() { awk '{print $2}' "$(ssh_port_conf "$1")"; }
@@ -432,6 +436,7 @@ cmd_up() {
     phase registry start_registry
     for h in "${hosts[@]}"; do phase "boot-$h" boot_host "$h"; done
     phase images push_images
+    [ -z "${REFIT_PULP:-}" ] || phase pulp-images pulp_images
     for h in "${hosts[@]}"; do phase "wait-$h" wait_host "$h"; done
     write_ansible_config "${hosts[@]}"
     printf '%s\n' "${hosts[@]}" > "$RUN/hosts.list"
@@ -502,6 +507,7 @@ main() {
         esac
         ;;
     env) cmd_env ;;
+    pulp-images) pulp_images ;;
     *)
         sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
         [ -z "$cmd" ] || [ "$cmd" = help ] || exit 2
