@@ -31,10 +31,12 @@ version:
 notices:
 	tools/third_party.py THIRD-PARTY-NOTICES.txt
 
-## modules: release binaries of the modules for glibc 2.28 and newer (tools/zigbuild.sh), into plugins/modules/
+## modules: release binaries of the modules for glibc 2.28 and newer (tools/zigbuild.sh), into plugins/modules/,
+## and the options of their sidecar docs (plugins/modules/NAME.yml) from each one's `--doc`
 modules: version
 	tools/zigbuild.sh $(GLIBC_CEILING) -p refit-modules
 	for m in $(MODULES); do install -m 0755 $(ZIG_OUT)/$$m plugins/modules/$$m; done
+	tools/sidecar_options.py plugins/modules $(MODULES)
 	$(MAKE) --no-print-directory glibc-check
 
 ## glibc-check: fails when a binary (default: the modules) needs a glibc above GLIBC_CEILING

@@ -96,6 +96,8 @@ where
     let argv: Vec<String> = std::env::args().collect();
     let result = match argv.get(1).map(String::as_str) {
         Some("--help" | "-h") => return print_text(&spec.help()),
+        // The sidecar's `options:`, which `make sidecars` writes from this.
+        Some("--doc") => return print_text(&spec.doc_options()),
         Some("--version" | "-V") => {
             return print_text(&format!(
                 "{} (refit.containers) {}\n",

@@ -169,7 +169,8 @@ impl ModuleSpec {
             if !o.choices.is_empty() {
                 line.push_str(&format!(", one of {}", o.choices.join("|")));
             }
-            out.push_str(&format!("{line}\n      {}\n", o.description));
+            let description = o.description.replace('\n', "\n      ");
+            out.push_str(&format!("{line}\n      {description}\n"));
         }
         out
     }

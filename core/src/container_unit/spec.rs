@@ -20,33 +20,33 @@ const RUN_COUNT: usize = 12;
 
 /// What describes one unit.
 pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
-    OptionSpec::new("name", Kind::Str, "The unit: `hello`, `hello.container`, or a template `worker@`."),
-    OptionSpec::new("image", Kind::Str, "The image reference, `Image=`.").aliases(&["image_ref"]),
-    OptionSpec::new("exec", Kind::Str, "The command, `Exec=`."),
-    OptionSpec::new("volumes", Kind::List(Elem::Str), "`Volume=` entries, SOURCE:DEST[:OPTIONS]."),
-    OptionSpec::new("env", Kind::Dict, "Environment variables, `Environment=`."),
+    OptionSpec::new("name", Kind::Str, "The unit, as C(hello), C(hello.container), or a template C(worker@). Give O(name) or O(units)."),
+    OptionSpec::new("image", Kind::Str, "The image reference, C(Image=).").aliases(&["image_ref"]),
+    OptionSpec::new("exec", Kind::Str, "The command, C(Exec=)."),
+    OptionSpec::new("volumes", Kind::List(Elem::Str), "C(Volume=) entries, C(SOURCE:DEST[:OPTIONS])."),
+    OptionSpec::new("env", Kind::Dict, "Environment variables, C(Environment=). Sorted, so their order does not change the revision."),
     OptionSpec::new(
         "secret_env",
         Kind::Dict,
-        "Environment variables whose values are secret. Each value is held in a podman secret (created through the API, named after a keyed hash of the value) and the unit says `Secret=NAME,type=env,target=KEY`, so no value is written into the unit, the generated service or `systemctl show`; a new value is a new revision. Values are masked in every result and diff.",
+        "Environment variables whose values are secret. Each value is held in a podman secret, created through the podman API and named after a keyed hash of the value, and the unit says C(Secret=NAME,type=env,target=KEY); no value is written into the unit file, the generated service or C(systemctl show).\nA new value is a new revision, so rotating one secret restarts only the units that use it. A secret is removed once no recorded revision, checkpoint or unit file names it.\nValues are masked in every result and diff, and so is any value this unit held as a secret before.",
     )
     .no_log(),
-    OptionSpec::new("secrets", Kind::List(Elem::Str), "podman secrets, `Secret=`."),
-    OptionSpec::new("network", Kind::Str, "`Network=`, for example `host` or `none`."),
-    OptionSpec::new("ports", Kind::List(Elem::Str), "`PublishPort=` entries."),
-    OptionSpec::new("health_cmd", Kind::Str, "`HealthCmd=`; when set, convergence waits for `healthy`."),
-    OptionSpec::new("health_interval", Kind::Str, "`HealthInterval=`, for example `2s`."),
-    OptionSpec::new("labels", Kind::Dict, "Container labels, `Label=`."),
+    OptionSpec::new("secrets", Kind::List(Elem::Str), "podman secrets, C(Secret=)."),
+    OptionSpec::new("network", Kind::Str, "C(Network=), for example C(host) or C(none)."),
+    OptionSpec::new("ports", Kind::List(Elem::Str), "C(PublishPort=) entries."),
+    OptionSpec::new("health_cmd", Kind::Str, "C(HealthCmd=). When set, convergence waits for the container to be C(healthy), and an C(unhealthy) one fails at once."),
+    OptionSpec::new("health_interval", Kind::Str, "C(HealthInterval=), for example C(2s)."),
+    OptionSpec::new("labels", Kind::Dict, "Container labels, C(Label=)."),
     OptionSpec::new(
         "depends_on",
         Kind::List(Elem::Str),
-        "Services this one needs: written as `Requires=` and `After=`, and used to order a `units` list.",
+        "Services this one needs, written as C(Requires=) and C(After=) in C([Unit]), and used to order a O(units) list.",
     ),
-    OptionSpec::new("unit", Kind::List(Elem::Str), "Extra `[Unit]` entries, `Key=Value`."),
-    OptionSpec::new("container", Kind::List(Elem::Str), "Extra `[Container]` entries, `Key=Value`."),
-    OptionSpec::new("service", Kind::List(Elem::Str), "Extra `[Service]` entries, `Key=Value`."),
-    OptionSpec::new("install", Kind::List(Elem::Str), "Extra `[Install]` entries, `Key=Value`."),
-    OptionSpec::new("content", Kind::Str, "The whole unit text, instead of the structured options."),
+    OptionSpec::new("unit", Kind::List(Elem::Str), "Extra C([Unit]) entries, each C(Key=Value)."),
+    OptionSpec::new("container", Kind::List(Elem::Str), "Extra C([Container]) entries, each C(Key=Value)."),
+    OptionSpec::new("service", Kind::List(Elem::Str), "Extra C([Service]) entries, each C(Key=Value)."),
+    OptionSpec::new("install", Kind::List(Elem::Str), "Extra C([Install]) entries, each C(Key=Value)."),
+    OptionSpec::new("content", Kind::Str, "The whole unit text, instead of the structured options. It must set C(Image=) in C([Container]).\nRefused together with any structured option it would make refit ignore (O(image), O(exec), O(volumes), O(env), O(secret_env), O(secrets), O(network), O(ports), O(labels), O(health_cmd), O(health_interval), O(unit), O(container), O(service), O(install)), also inside O(units) entries."),
     OptionSpec::new(
         "socket",
         Kind::Dict,
@@ -55,9 +55,9 @@ pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
     OptionSpec::new(
         "instances",
         Kind::List(Elem::Str),
-        "For a template `NAME@`: the instances to run. They are replaced in batches of `max_parallel`, each converged and healthy before the next; running instances not listed are stopped.",
+        "For a template C(NAME@), the instances to run, for example C([1, 2, 3]).\nThey are replaced in batches of O(max_parallel), each converged and healthy for O(min_healthy_time) before the next batch starts. A batch that fails stops the rollout and, with O(rollback=true), returns the instances replaced so far to the previous revision.\nRunning instances that are not listed are stopped.",
     ),
-    OptionSpec::new("canary", Kind::Int, "For a template: replace only this many instances, and leave the rest on their revision until a run without `canary`."),
+    OptionSpec::new("canary", Kind::Int, "For a template, replace only this many instances and leave the rest on their revision, until a run without it."),
 ];
 
 /// A `units` entry: a unit's options, and a `state` of its own.
@@ -66,7 +66,7 @@ pub const UNIT_ENTRY: [OptionSpec; UNIT_COUNT + 1] = join(
     [OptionSpec::new(
         "state",
         Kind::Str,
-        "Overrides the module's `state` for this unit.",
+        "Overrides the module's O(state) for this unit.",
     )
     .choices(STATES)],
 );
@@ -76,27 +76,27 @@ const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
     OptionSpec::new(
         "units",
         Kind::List(Elem::Dict),
-        "Several units in one call, each with the options above; they are converged in dependency order, and a failure rolls back the ones this run changed.",
+        "Several units in one call, each with the options of a single unit (O(name), O(image), ...).\nThey are observed and their images fetched first, then converged one by one in dependency order (O(units[].depends_on) and the C([Unit]) C(After=), C(Requires=)). A unit that fails is rolled back, and so are the units this run changed before it.",
     )
     .suboptions(&UNIT_ENTRY),
     OptionSpec::new(
         "state",
         Kind::Str,
-        "`present` writes the unit and fetches its image but starts nothing; `started` and `restarted` run the desired revision; `rolled_back` returns to the previous recorded revision.",
+        "C(present) writes the unit and fetches its image, starts nothing, and reports RV(restart_needed).\nC(started) runs the desired revision, restarting only when the unit or its image changed.\nC(restarted) always restarts.\nC(stopped) stops the service; C(absent) also removes the unit file.\nC(rolled_back) returns to the previous revision recorded in O(state_dir), with its image ID.",
     )
     .default(Default::Str("started"))
     .choices(STATES),
     OptionSpec::new(
         "pull",
         Kind::Str,
-        "`always` pulls before anything stops; `missing` pulls only an image that is not local; `never` is disconnected mode: a missing image fails before anything is touched.",
+        "C(always) pulls before anything stops; C(missing) pulls only an image that is not local.\nC(never) is disconnected mode; a missing image fails before anything is touched.",
     )
     .default(Default::Str("missing"))
     .choices(&["always", "missing", "never"]),
     OptionSpec::new(
         "rollback",
         Kind::Bool,
-        "When the new revision fails to converge, restore the previous unit text and image and start it again.",
+        "Restore the previous revision when the new one does not converge.",
     )
     .default(Default::Bool(true)),
     OptionSpec::new("timeout", Kind::Int, "Seconds to wait for each batch of a unit to converge, and the bound of each image pull.").default(Default::Int(120)),
@@ -110,15 +110,15 @@ const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
     OptionSpec::new(
         "checkpoint",
         Kind::Str,
-        "Before changing anything, record every unit as it is under this name (once: a resumed run keeps the first). With `state: rolled_back`, put back exactly what it recorded.",
+        "Before changing anything, record every unit as it is (text, image ID, whether it ran) under this name in O(state_dir). The first run that names it writes it; a resumed run keeps the original.\nWith O(state=rolled_back), put back exactly what it recorded, and remove it. A unit that did not exist is removed; one that did not run gets its text and image back, and no start.",
     ),
     OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live.").default(Default::Str("/etc/containers/systemd")),
-    OptionSpec::new("state_dir", Kind::Path, "refit's state dir: revisions and the lock.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
+    OptionSpec::new("state_dir", Kind::Path, "refit's state dir, with the recent revisions of each unit and the lock.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
     OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str(crate::podman::DEFAULT_SOCKET)),
     OptionSpec::new(
         "systemd_dir",
         Kind::Path,
-        "Where the boot links of template instances go: `TARGET.wants/NAME@I.service` for each `WantedBy=` of the template.",
+        "Where the boot links of template instances go. quadlet gives a template no C(.wants) link, so for each C(WantedBy=) (C(RequiredBy=)) target in the template's C([Install]), every listed instance gets C(TARGET.wants/NAME@I.service) here, and instances no longer listed lose theirs, so exactly the listed instances come back at boot.",
     )
     .default(Default::Str("/etc/systemd/system")),
 ];

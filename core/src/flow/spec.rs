@@ -6,31 +6,31 @@ pub static OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
         "action",
         Kind::Str,
-        "`begin` runs the preflight checks and takes the run lease; `finish` records the stream and releases it; `abandon` releases a lease an interrupted run left; `status` only reads.",
+        "C(begin) runs the preflight checks and takes the run lease.\nC(finish) records the stream and releases the lease.\nC(abandon) releases a lease an interrupted run left; with O(run_id), only that run's own lease.\nC(status) only reads the recorded stream.",
     )
     .default(Default::Str("begin"))
     .choices(&["begin", "finish", "abandon", "status"]),
-    OptionSpec::new("flow", Kind::Str, "The flow this run is.").choices(&["deploy", "update", "upgrade"]),
-    OptionSpec::new("stream", Kind::Str, "The stream this run converges to, for example `1.1`."),
+    OptionSpec::new("flow", Kind::Str, "The flow this run is. Required for C(begin) and C(finish).").choices(&["deploy", "update", "upgrade"]),
+    OptionSpec::new("stream", Kind::Str, "The stream this run converges to, for example C(1.1). Required for C(begin) and C(finish)."),
     OptionSpec::new(
         "streams",
         Kind::List(Elem::Str),
-        "Known streams, oldest first. An upgrade may only go to the stream after the recorded one; without this list, to the next minor version.",
+        "Known streams, oldest first. An upgrade may only go to the stream after the recorded one.\nWithout this list, the next stream after C(X.Y) is C(X.Y+1).",
     ),
     OptionSpec::new("allow_skip", Kind::Bool, "Let an upgrade skip streams.").default(Default::Bool(false)),
-    OptionSpec::new("run_id", Kind::Str, "Identifies this run, so a run of the same flow and stream resumes an interrupted one."),
-    OptionSpec::new("services", Kind::List(Elem::Str), "Services that must be healthy before anything is touched: not failed, and not unhealthy."),
-    OptionSpec::new("images", Kind::List(Elem::Str), "Images that must be present locally (offline runs)."),
-    OptionSpec::new("image_archive", Kind::Path, "A `podman save -m` archive to load before the image check, for disconnected sites."),
+    OptionSpec::new("run_id", Kind::Str, "Identifies this run. Required for C(begin) and C(finish); with C(abandon), releases only this run's lease."),
+    OptionSpec::new("services", Kind::List(Elem::Str), "Services that must be healthy before anything is touched."),
+    OptionSpec::new("images", Kind::List(Elem::Str), "Images that must be present locally, for offline runs."),
+    OptionSpec::new("image_archive", Kind::Path, "A C(podman save -m) archive on the target, loaded before the image check."),
     OptionSpec::new("min_free_mb", Kind::Int, "Free space the image store needs, in MiB.").default(Default::Int(1024)),
     OptionSpec::new(
         "lease_grace",
         Kind::Int,
-        "Seconds the host must have been without a refit module at work before another run of the same flow and stream may take over a lease as an interrupted run's; before that, the lease's run counts as live and the begin is refused.",
+        "Seconds the host must have been without a refit module at work before another run of the same flow and stream may take over a lease as an interrupted run's.\nBefore that, the lease's run counts as live and C(begin) is refused with the holder named.\nA run is live while any refit module holds the state lock, or released it less than this long ago.",
     )
     .default(Default::Int(20)),
     OptionSpec::new("image_store", Kind::Path, "Where podman keeps images.").default(Default::Str("/var/lib/containers/storage")),
-    OptionSpec::new("state_dir", Kind::Path, "refit's state dir: the stream in use and the run lease.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
+    OptionSpec::new("state_dir", Kind::Path, "refit's state dir, with the stream in use and the run lease.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
     OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str(crate::podman::DEFAULT_SOCKET)),
     OptionSpec::new(
         "units",

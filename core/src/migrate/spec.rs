@@ -11,7 +11,7 @@ pub const MIGRATION_OPTIONS: [OptionSpec; ONE] = [
     OptionSpec::new(
         "unit",
         Kind::Str,
-        "The service whose image, volumes, env, env secrets and network the migration container borrows, read from its quadlet file.",
+        "The service whose quadlet unit the container borrows from, as C(app) or C(app.container).",
     ),
     OptionSpec::new(
         "image",
@@ -21,7 +21,7 @@ pub const MIGRATION_OPTIONS: [OptionSpec; ONE] = [
     OptionSpec::new(
         "volumes",
         Kind::List(Elem::Str),
-        "With `image`: volumes, SOURCE:DEST[:OPTIONS].",
+        "With O(image), volumes as C(SOURCE:DEST[:OPTIONS]).",
     ),
     OptionSpec::new(
         "env",
@@ -31,12 +31,12 @@ pub const MIGRATION_OPTIONS: [OptionSpec; ONE] = [
     OptionSpec::new(
         "network",
         Kind::Str,
-        "With `image`: the network, for example `host` or `none`.",
+        "With O(image), the network, for example C(host) or C(none).",
     ),
     OptionSpec::new(
         "secret_env",
         Kind::Dict,
-        "Environment variables whose values are secret, added to the unit's: masked in every result, never written to a file. A unit's own `Secret=…,type=env` entries are passed too.",
+        "Environment variables whose values are secret, added to the unit's; masked in every result, never written to a file.",
     )
     .no_log(),
     OptionSpec::new(
@@ -47,7 +47,7 @@ pub const MIGRATION_OPTIONS: [OptionSpec; ONE] = [
     OptionSpec::new(
         "check_command",
         Kind::List(Elem::Str),
-        "A command that exits 0 when nothing is pending; then the migration is skipped, even without a stamp.",
+        "A command that exits 0 when nothing is pending.",
     ),
 ];
 
@@ -55,24 +55,24 @@ const RUN_OPTIONS: [OptionSpec; RUN] = [
     OptionSpec::new(
         "migrations",
         Kind::List(Elem::Dict),
-        "Several migrations in one call, each with the options above, run in order; the first failure stops the list.",
+        "Several migrations in one call, each with the options of a single one (O(unit), O(command), ...), run in order.\nThe first failure stops the list; the migrations before it keep their stamps.",
     )
     .suboptions(&MIGRATION_OPTIONS),
     OptionSpec::new(
         "stop_first",
         Kind::Bool,
-        "Before a pending migration of a `unit`, stop that service and what depends on it, recorded in the stop record so `stop_services state=restored` brings them back.",
+        "Before a pending migration of a O(unit), stop that service and what depends on it, in reverse dependency order.\nThey are recorded in the stop record O(stop_record), so C(stop_services state=restored) brings back exactly what ran.\nNothing is stopped when nothing is pending.",
     )
     .default(Default::Bool(false)),
     OptionSpec::new(
         "images",
         Kind::Dict,
-        "The image each unit is about to run, by unit name: a migration of that unit runs it instead of the `Image=` of the file on disk. The flows pass it, so check mode judges the image an update brings.",
+        "The image each unit is about to run, by unit name.\nA migration of that unit runs it instead of the C(Image=) of the file on disk.\nThe flows pass it, so that check mode judges the image an update brings.",
     ),
-    OptionSpec::new("stop_record", Kind::Str, "The stop record `stop_first` writes to.").default(Default::Str("default")),
-    OptionSpec::new("timeout", Kind::Int, "Seconds a migration may run before it is killed.").default(Default::Int(600)),
+    OptionSpec::new("stop_record", Kind::Str, "The stop record O(stop_first) writes to.").default(Default::Str("default")),
+    OptionSpec::new("timeout", Kind::Int, "Seconds the migration may run before it is killed and removed.").default(Default::Int(600)),
     OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live.").default(Default::Str("/etc/containers/systemd")),
-    OptionSpec::new("state_dir", Kind::Path, "refit's state dir: migration stamps and the lock.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
+    OptionSpec::new("state_dir", Kind::Path, "refit's state dir, with the migration stamps and the lock.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
     OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str(crate::podman::DEFAULT_SOCKET)),
 ];
 

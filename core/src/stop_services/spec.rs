@@ -6,25 +6,25 @@ pub static OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
         "services",
         Kind::List(Elem::Str),
-        "Units to stop: `.service` or `.target`, template instances included; a name without a suffix is a `.service`. Not needed for `restored`.",
+        "Units to stop. A name without a suffix is a C(.service).\nNot needed for O(state=restored).",
     )
     .aliases(&["units"]),
     OptionSpec::new(
         "state",
         Kind::Str,
-        "`stopped` stops the set and records which were active; `restored` starts exactly the recorded set again, in dependency order; `started` starts the given units.",
+        "C(stopped) stops the set and records which were active.\nC(restored) starts exactly the recorded set again, in dependency order.\nC(started) starts the given units, in dependency order.",
     )
     .default(Default::Str("stopped"))
     .choices(&["stopped", "restored", "started"]),
     OptionSpec::new(
         "dependents",
         Kind::Bool,
-        "Also stop the units that `Requires`, `BindsTo` or are `PartOf` these. Without it, active dependents are an error, since systemd would stop them anyway.",
+        "Also stop the units that C(Requires), C(BindsTo) or are C(PartOf) these, transitively.\nWithout it, an active dependent is an error, since systemd would stop it anyway.",
     )
     .default(Default::Bool(false)),
-    OptionSpec::new("timeout", Kind::Int, "Seconds for the whole set to stop or start.").default(Default::Int(90)),
-    OptionSpec::new("missing_ok", Kind::Bool, "A unit that does not exist is skipped instead of an error.").default(Default::Bool(false)),
-    OptionSpec::new("record", Kind::Str, "The name of the stop record in the state dir, so several flows can keep their own.")
+    OptionSpec::new("timeout", Kind::Int, "Seconds for the whole set to stop or start; past it the task fails naming the units still waiting.").default(Default::Int(90)),
+    OptionSpec::new("missing_ok", Kind::Bool, "Skip a unit that does not exist, instead of failing.").default(Default::Bool(false)),
+    OptionSpec::new("record", Kind::Str, "The name of the stop record, so several flows can keep their own.")
         .default(Default::Str("default")),
     OptionSpec::new("state_dir", Kind::Path, "refit's state dir.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
 ];
