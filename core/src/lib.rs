@@ -12,6 +12,7 @@ pub mod order;
 pub mod plan;
 pub mod podman;
 pub mod quadlet;
+pub mod reference;
 pub mod registry;
 pub mod results;
 pub mod state;

@@ -18,7 +18,7 @@ pub enum SourceError {
     #[error("{0} has no Image= in [Container]; fix the unit")]
     NoImage(PathBuf),
     #[error(transparent)]
-    Image(#[from] crate::podman::reference::RefError),
+    Image(#[from] crate::reference::RefError),
     #[error("a migration needs `unit` or `image`")]
     NoSource,
     #[error(

@@ -1,16 +1,15 @@
-//! podman access: image references, and the API over the podman socket. One trait, `Podman`,
+//! podman access: the API over the podman socket. One trait, `Podman`,
 //! so plans and waits can be tested without a host; `PodmanApi` speaks to the real socket.
 
 mod api;
 pub mod oneoff;
-pub mod reference;
 pub mod secrets;
 mod status;
 mod wire;
 
+pub use crate::reference::ImageRef;
 pub use api::PodmanApi;
 pub use oneoff::{Finished, OneOff, OneOffResult};
-pub use reference::ImageRef;
 pub use secrets::SecretInfo;
 pub use status::{ContainerState, Health};
 

@@ -19,7 +19,7 @@ impl Location {
             Some((n, d)) => (n, Some(d.to_string())),
             None => (image.as_str(), None),
         };
-        let (name, tag) = crate::podman::reference::repo_and_tag(name_tag)
+        let (name, tag) = crate::reference::repo_and_tag(name_tag)
             .map_or((name_tag, "latest".to_string()), |(n, t)| {
                 (n, t.to_string())
             });

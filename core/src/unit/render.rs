@@ -1,7 +1,7 @@
 //! From a module's structured options (or raw `content`) to the unit refit will write.
 
 use super::file::{ParseError, UnitFile, Unrepresentable, check_value};
-use crate::podman::reference::{ImageRef, RefError};
+use crate::reference::{ImageRef, RefError};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
