@@ -444,16 +444,19 @@ fn run_one(
             clock: host.clock,
         };
         let record = crate::stop_services::record_path(state, &p.stop_record)?;
+        let how = crate::stop_services::StopOptions {
+            dependents: true,
+            missing_ok: false,
+            check: false,
+            start: host.clock.now(),
+            deadline: timeout,
+        };
         let stopped = crate::stop_services::stop_set(
             &stop_host,
             state,
             &record,
             std::slice::from_ref(&oneoff.source),
-            true,
-            false,
-            false,
-            host.clock.now(),
-            timeout,
+            &how,
         )?;
         report.stopped = stopped.stopped;
     }

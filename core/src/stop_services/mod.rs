@@ -122,17 +122,14 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, StopErro
             if names.is_empty() {
                 return Err(StopError::Empty);
             }
-            let stopped = stop_set(
-                host,
-                &state,
-                &record_path,
-                &names,
-                p.dependents,
-                p.missing_ok,
-                inv.check_mode,
+            let how = StopOptions {
+                dependents: p.dependents,
+                missing_ok: p.missing_ok,
+                check: inv.check_mode,
                 start,
                 deadline,
-            )?;
+            };
+            let stopped = stop_set(host, &state, &record_path, &names, &how)?;
             report.order = stopped.order;
             report.already_inactive = stopped.already_inactive;
             let active = stopped.stopped;
@@ -202,22 +199,32 @@ pub struct Stopped {
     pub already_inactive: Vec<String>,
 }
 
+/// How a stop goes.
+#[derive(Debug, Clone, Copy)]
+pub struct StopOptions {
+    /// Also stop, first, every unit that depends on the named ones.
+    pub dependents: bool,
+    /// Skip a unit that does not exist instead of refusing the set.
+    pub missing_ok: bool,
+    /// Check mode: say what would stop, and stop nothing.
+    pub check: bool,
+    /// When the stop began, and how long the whole set may take from then.
+    pub start: Instant,
+    pub deadline: Duration,
+}
+
 /// Stops `names` (with their target members, and dependents if asked) in reverse dependency
 /// order, after merging the active ones into the stop record at `record_path`. In check mode it
 /// only says what it would stop.
-#[allow(clippy::too_many_arguments)]
 pub fn stop_set(
     host: &Host,
     state: &StateDir,
     record_path: &std::path::Path,
     names: &[String],
-    dependents: bool,
-    missing_ok: bool,
-    check: bool,
-    start: Instant,
-    deadline: Duration,
+    how: &StopOptions,
 ) -> Result<Stopped, StopError> {
-    let set = expand(host.systemd, names, dependents, missing_ok)?;
+    let (check, start, deadline) = (how.check, how.start, how.deadline);
+    let set = expand(host.systemd, names, how.dependents, how.missing_ok)?;
     let order = stop_order(&set);
     let (active, already_inactive) = split_by_activity(&order, &set);
     if !check && !active.is_empty() {
