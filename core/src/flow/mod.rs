@@ -302,7 +302,7 @@ fn begin(
     };
     report.touched = report.began && checkpoint.exists();
     report.work = planned.work();
-    report.plan = serde_json::from_value(planned.units_json()).ok();
+    report.plan = planned.units_result();
     report.migrations = Some(planned.migrations.clone());
     let units = &planned.units;
     if units.failed {

@@ -34,12 +34,9 @@ impl FlowPlan {
             || self.migrations.iter().any(|m| m.pending)
     }
 
-    /// The `plan` return value: the units' result with its own `changed` and `msg`.
-    pub fn units_json(&self) -> Value {
-        let mut m = self.units.data.clone();
-        m.insert("changed".into(), Value::Bool(self.units.changed));
-        m.insert("msg".into(), Value::String(self.units.msg.clone()));
-        Value::Object(m)
+    /// The `plan` return value: the units' result, as `container_unit` returns it.
+    pub fn units_result(&self) -> Option<crate::results::container_unit::ContainerUnitResult> {
+        serde_json::from_value(Value::Object(self.units.data.clone())).ok()
     }
 }
 

@@ -6,7 +6,8 @@
 # interrupted run, not a live one. Prints one line: what it killed, and when.
 #
 #   kill_in_phase.sh HOST PHASE TARGET LOG [ANSIBLE-PLAYBOOK ARGS...]
-#   PHASE:  fetch | migrate | start | recover;  TARGET: controller | module
+#   PHASE:  fetch (the preflight call, which fetches) | migrate | start | recover
+#   TARGET: controller | module
 set -euo pipefail
 host=$1 phase=$2 target=$3 log=$4
 shift 4
@@ -25,7 +26,7 @@ while [ $i -lt 1200 ]; do
         cmd=$(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null) || continue
         args=${cmd#* }; args=${args%% *}
         case $phase in
-        fetch) case $cmd in *container_unit*) grep -qs '"state": "present"' "$args" || continue ;; *) continue ;; esac ;;
+        fetch) case $cmd in *flow_state*) grep -qs '"action": "begin"' "$args" || continue ;; *) continue ;; esac ;;
         start) case $cmd in *container_unit*) grep -qs '"state": "started"' "$args" || continue ;; *) continue ;; esac ;;
         recover) case $cmd in *container_unit*) grep -qs '"state": "rolled_back"' "$args" || continue ;; *) continue ;; esac ;;
         migrate) case $cmd in *run_migrations*) podman ps -q --filter label=io.refit.migration | grep -q . || continue ;; *) continue ;; esac ;;
