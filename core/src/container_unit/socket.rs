@@ -94,10 +94,8 @@ impl SocketFile {
     ) -> Result<bool, UnitError> {
         let units = [self.unit.clone()];
         match written {
-            Written::Removed => {
-                host.systemd.run_job(Job::Stop, &units)?;
-                Ok(true)
-            }
+            // Stopped by `prepare`, before its file went.
+            Written::Removed => Ok(true),
             Written::Replaced => {
                 host.systemd.run_job(Job::Stop, services)?;
                 host.systemd.run_job(Job::Restart, &units)?;
@@ -137,7 +135,8 @@ pub fn prepare(host: &Host, t: &Target) -> Result<Option<Pending>, UnitError> {
     if !file.concerns() || t.wanted == Wanted::Present {
         return Ok(None);
     }
-    if matches!(t.wanted, Wanted::Absent | Wanted::Stopped) {
+    // systemd can stop a socket only while its file is there to load it from.
+    if matches!(t.wanted, Wanted::Absent | Wanted::Stopped) || file.desired.is_none() {
         file.stop(host)?;
     }
     let written = file.write()?;
@@ -145,7 +144,7 @@ pub fn prepare(host: &Host, t: &Target) -> Result<Option<Pending>, UnitError> {
 }
 
 /// After the unit file, before its services start: the socket runs as its file says. Returns
-/// whether the running socket was replaced (None for a unit without one).
+/// whether the running socket was replaced or removed (None for a unit without one).
 pub fn finish(
     host: &Host,
     t: &Target,
