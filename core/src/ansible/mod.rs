@@ -10,4 +10,4 @@ pub mod validate;
 
 pub use driver::{Invocation, run};
 pub use result::{Diff, Outcome};
-pub use spec::{Default, Elem, Kind, ModuleSpec, OptionSpec, RequiredIf};
+pub use spec::{Default, Elem, Kind, ModuleSpec, OptionSpec, RequiredIf, Rules};

@@ -84,6 +84,8 @@ pub struct OptionSpec {
     pub no_log: bool,
     /// For `List(Elem::Dict)` options whose elements have their own options.
     pub suboptions: &'static [OptionSpec],
+    /// What holds among the suboptions of each element, checked like a module's own rules.
+    pub entry_rules: Rules,
     pub description: &'static str,
 }
 
@@ -99,6 +101,7 @@ impl OptionSpec {
             aliases: &[],
             no_log: false,
             suboptions: &[],
+            entry_rules: Rules::NONE,
             description,
         }
     }
@@ -126,6 +129,10 @@ impl OptionSpec {
         self.suboptions = suboptions;
         self
     }
+    pub const fn entry_rules(mut self, rules: Rules) -> Self {
+        self.entry_rules = rules;
+        self
+    }
 }
 
 /// `required_if`: when `option` equals `value`, every one of `requires` must be set.
@@ -134,6 +141,23 @@ pub struct RequiredIf {
     pub option: &'static str,
     pub value: &'static str,
     pub requires: &'static [&'static str],
+}
+
+/// The rules that hold among options given together: a module's, or those of each element of
+/// a list of dicts.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules {
+    pub mutually_exclusive: &'static [&'static [&'static str]],
+    pub required_one_of: &'static [&'static [&'static str]],
+    pub required_if: &'static [RequiredIf],
+}
+
+impl Rules {
+    pub const NONE: Rules = Rules {
+        mutually_exclusive: &[],
+        required_one_of: &[],
+        required_if: &[],
+    };
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -147,6 +171,14 @@ pub struct ModuleSpec {
 }
 
 impl ModuleSpec {
+    pub fn rules(&self) -> Rules {
+        Rules {
+            mutually_exclusive: self.mutually_exclusive,
+            required_one_of: self.required_one_of,
+            required_if: self.required_if,
+        }
+    }
+
     pub fn option(&self, name: &str) -> Option<&OptionSpec> {
         find_option(self.options, name)
     }
@@ -182,14 +214,15 @@ pub fn find_option<'a>(options: &'a [OptionSpec], name: &str) -> Option<&'a Opti
         .find(|o| o.name == name || o.aliases.contains(&name))
 }
 
-/// Joins two option lists in a `const`, so a list shared by two specs is written once.
+/// Joins two lists in a `const`, so a list shared by two specs is written once.
 /// `C` must be `A + B`; a wrong length fails the build.
-pub const fn join<const A: usize, const B: usize, const C: usize>(
-    a: [OptionSpec; A],
-    b: [OptionSpec; B],
-) -> [OptionSpec; C] {
+pub const fn join<T: Copy, const A: usize, const B: usize, const C: usize>(
+    a: [T; A],
+    b: [T; B],
+) -> [T; C] {
     assert!(A + B == C, "join: C must be A + B");
-    let mut out = [OptionSpec::new("", Kind::Raw, ""); C];
+    assert!(C > 0, "join: nothing to join");
+    let mut out = if A > 0 { [a[0]; C] } else { [b[0]; C] };
     let mut i = 0;
     while i < A {
         out[i] = a[i];

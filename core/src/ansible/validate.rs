@@ -3,7 +3,7 @@
 //! Input is the args file's JSON object; output is a map keyed by canonical option names, with
 //! defaults filled in and every value coerced to its option's kind. It never touches the host.
 
-use super::spec::{Elem, Kind, ModuleSpec, OptionSpec, find_option};
+use super::spec::{Elem, Kind, ModuleSpec, OptionSpec, Rules, find_option};
 use serde_json::{Map, Value};
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -55,46 +55,8 @@ pub fn validate(
     args: &Map<String, Value>,
 ) -> Result<Map<String, Value>, ParamError> {
     let params = validate_options(spec.name, spec.options, args, "")?;
-    check_constraints(spec, &params)?;
-    check_suboption_exclusions(spec, &params)?;
+    check_rules(&spec.rules(), spec.options, &params, "")?;
     Ok(params)
-}
-
-/// `mutually_exclusive` groups whose options are all suboptions of a list hold inside each
-/// entry too: a `units` entry with both `content` and `image` is refused like the top level.
-fn check_suboption_exclusions(
-    spec: &ModuleSpec,
-    params: &Map<String, Value>,
-) -> Result<(), ParamError> {
-    for o in spec.options.iter().filter(|o| !o.suboptions.is_empty()) {
-        let groups: Vec<&&[&str]> = spec
-            .mutually_exclusive
-            .iter()
-            .filter(|g| g.iter().all(|k| find_option(o.suboptions, k).is_some()))
-            .collect();
-        for (i, entry) in params
-            .get(o.name)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let Some(entry) = entry.as_object() else {
-                continue;
-            };
-            for group in &groups {
-                let given: Vec<String> = group
-                    .iter()
-                    .filter(|k| given_in(o.suboptions, entry, k))
-                    .map(|k| format!("{}[{i}].{k}", o.name))
-                    .collect();
-                if given.len() > 1 {
-                    return Err(ParamError::MutuallyExclusive(given.join("|")));
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 fn validate_options(
@@ -159,7 +121,9 @@ fn validate_suboptions(
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let map = item.as_object().cloned().unwrap_or_default();
-        let sub = validate_options(module, o.suboptions, &map, &format!("{name}[{i}]."))?;
+        let context = format!("{name}[{i}].");
+        let sub = validate_options(module, o.suboptions, &map, &context)?;
+        check_rules(&o.entry_rules, o.suboptions, &sub, &context)?;
         out.push(Value::Object(sub));
     }
     Ok(Value::Array(out))
@@ -323,32 +287,44 @@ fn coerce_dict(v: &Value) -> Option<Value> {
     }
 }
 
-fn check_constraints(spec: &ModuleSpec, params: &Map<String, Value>) -> Result<(), ParamError> {
+/// Checks `rules` among `params`, which `options` describe; errors name each parameter with
+/// `context` before it (`units[0].` for an entry).
+fn check_rules(
+    rules: &Rules,
+    options: &[OptionSpec],
+    params: &Map<String, Value>,
+    context: &str,
+) -> Result<(), ParamError> {
     let set = |k: &str| params.get(k).is_some_and(|v| !v.is_null());
-    for group in spec.mutually_exclusive {
+    let named = |keys: &[&str]| {
+        keys.iter()
+            .map(|k| format!("{context}{k}"))
+            .collect::<Vec<_>>()
+    };
+    for group in rules.mutually_exclusive {
         let given: Vec<&str> = group
             .iter()
             .copied()
-            .filter(|k| given_explicitly(spec, params, k))
+            .filter(|k| given_in(options, params, k))
             .collect();
         if given.len() > 1 {
-            return Err(ParamError::MutuallyExclusive(given.join("|")));
+            return Err(ParamError::MutuallyExclusive(named(&given).join("|")));
         }
     }
-    for group in spec.required_one_of {
+    for group in rules.required_one_of {
         if !group.iter().any(|k| set(k)) {
-            return Err(ParamError::RequiredOneOf(group.join(", ")));
+            return Err(ParamError::RequiredOneOf(named(group).join(", ")));
         }
     }
-    for r in spec.required_if {
+    for r in rules.required_if {
         let matches = params.get(r.option).and_then(Value::as_str) == Some(r.value);
         if matches {
             let missing: Vec<&str> = r.requires.iter().copied().filter(|k| !set(k)).collect();
             if !missing.is_empty() {
                 return Err(ParamError::RequiredIf {
-                    option: r.option.to_string(),
+                    option: format!("{context}{}", r.option),
                     value: r.value.to_string(),
-                    missing: missing.join(", "),
+                    missing: named(&missing).join(", "),
                 });
             }
         }
@@ -358,10 +334,6 @@ fn check_constraints(spec: &ModuleSpec, params: &Map<String, Value>) -> Result<(
 
 /// A parameter counts as given for `mutually_exclusive` only when it has no default, or the
 /// user's value is not simply the default filled in. An empty list or dict is not given.
-fn given_explicitly(spec: &ModuleSpec, params: &Map<String, Value>, k: &str) -> bool {
-    given_in(spec.options, params, k)
-}
-
 fn given_in(options: &[OptionSpec], params: &Map<String, Value>, k: &str) -> bool {
     match (params.get(k), find_option(options, k)) {
         (Some(v), Some(o)) => {
@@ -374,5 +346,51 @@ fn given_in(options: &[OptionSpec], params: &Map<String, Value>, k: &str) -> boo
             !empty && o.default.to_value().as_ref() != Some(v)
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn refusal(spec: &ModuleSpec, args: Value) -> String {
+        let Value::Object(args) = args else {
+            panic!("args must be an object")
+        };
+        match validate(spec, &args) {
+            Ok(p) => panic!("accepted: {p:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    /// An entry of a list is held to its own rules, and the refusal names the entry.
+    #[test]
+    fn entries_are_held_to_their_rules() {
+        let units = &crate::container_unit::spec::SPEC;
+        let msg = refusal(
+            units,
+            json!({"units": [{"name": "a", "image": "x:1"}, {"name": "b", "content": "[Container]\nImage=x:1\n", "exec": "sleep 1"}]}),
+        );
+        assert!(msg.contains("units[1].content|units[1].exec"), "{msg}");
+        let flow = &crate::flow::spec::SPEC;
+        let msg = refusal(
+            flow,
+            json!({"flow": "update", "stream": "1.0", "run_id": "r",
+                   "units": [{"name": "b", "content": "[Container]\nImage=x:1\n", "image": "x:1"}]}),
+        );
+        assert!(msg.contains("units[0].content|units[0].image"), "{msg}");
+        let migrations = &crate::migrate::spec::SPEC;
+        let msg = refusal(
+            migrations,
+            json!({"migrations": [{"unit": "app", "command": ["m"]}, {"command": ["m"]}]}),
+        );
+        assert!(msg.contains("migrations[1].unit, migrations[1].image"), "{msg}");
+        let msg = refusal(
+            flow,
+            json!({"flow": "update", "stream": "1.0", "run_id": "r",
+                   "migrations": [{"unit": "app", "image": "x:1", "command": ["m"]}]}),
+        );
+        assert!(msg.contains("migrations[0].unit|migrations[0].image"), "{msg}");
     }
 }

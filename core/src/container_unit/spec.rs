@@ -4,7 +4,7 @@
 //! suboptions of each `units` entry. They are written once, in `UNIT_OPTIONS`.
 
 use crate::ansible::spec::join;
-use crate::ansible::{Default, Elem, Kind, ModuleSpec, OptionSpec};
+use crate::ansible::{Default, Elem, Kind, ModuleSpec, OptionSpec, Rules};
 
 const STATES: &[&str] = &[
     "present",
@@ -60,6 +60,33 @@ pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
     OptionSpec::new("canary", Kind::Int, "For a template, replace only this many instances and leave the rest on their revision, until a run without it."),
 ];
 
+/// `content` is the whole unit text, so no structured option may come with it.
+const CONTENT_EXCLUSIVE: [&[&str]; 15] = [
+    &["content", "image"],
+    &["content", "exec"],
+    &["content", "volumes"],
+    &["content", "env"],
+    &["content", "secret_env"],
+    &["content", "network"],
+    &["content", "unit"],
+    &["content", "service"],
+    &["content", "install"],
+    &["content", "container"],
+    &["content", "secrets"],
+    &["content", "ports"],
+    &["content", "labels"],
+    &["content", "health_cmd"],
+    &["content", "health_interval"],
+];
+
+const EXCLUSIVE: [&[&str]; 16] = join([&["name", "units"]], CONTENT_EXCLUSIVE);
+
+/// What holds inside each `units` entry, as at the top level.
+pub const UNIT_ENTRY_RULES: Rules = Rules {
+    mutually_exclusive: &CONTENT_EXCLUSIVE,
+    ..Rules::NONE
+};
+
 /// A `units` entry: a unit's options, and a `state` of its own.
 pub const UNIT_ENTRY: [OptionSpec; UNIT_COUNT + 1] = join(
     UNIT_OPTIONS,
@@ -78,7 +105,8 @@ const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
         Kind::List(Elem::Dict),
         "Several units in one call, each with the options of a single unit (O(name), O(image), ...).\nThey are observed and their images fetched first, then converged one by one in dependency order (O(units[].depends_on) and the C([Unit]) C(After=), C(Requires=)). A unit that fails is rolled back, and so are the units this run changed before it.",
     )
-    .suboptions(&UNIT_ENTRY),
+    .suboptions(&UNIT_ENTRY)
+    .entry_rules(UNIT_ENTRY_RULES),
     OptionSpec::new(
         "state",
         Kind::Str,
@@ -130,24 +158,7 @@ pub static SPEC: ModuleSpec = ModuleSpec {
     name: "container_unit",
     short_description: "Replace quadlet .container units in place by revision hash and image, and wait until the new revision runs",
     options: &OPTIONS,
-    mutually_exclusive: &[
-        &["name", "units"],
-        &["content", "image"],
-        &["content", "exec"],
-        &["content", "volumes"],
-        &["content", "env"],
-        &["content", "secret_env"],
-        &["content", "network"],
-        &["content", "unit"],
-        &["content", "service"],
-        &["content", "install"],
-        &["content", "container"],
-        &["content", "secrets"],
-        &["content", "ports"],
-        &["content", "labels"],
-        &["content", "health_cmd"],
-        &["content", "health_interval"],
-    ],
+    mutually_exclusive: &EXCLUSIVE,
     required_one_of: &[&["name", "units"]],
     required_if: &[],
 };

@@ -37,13 +37,15 @@ pub static OPTIONS: &[OptionSpec] = &[
         Kind::List(Elem::Dict),
         "The deployment's units, as `container_unit` `units` entries. With them, `begin` also fetches every image and writes every unit without restarting anything (`container_unit` `state=present`, checkpointed under the flow's name), and judges every migration; when nothing is to do, it finishes the flow in the same call (`finished`).",
     )
-    .suboptions(&crate::container_unit::spec::UNIT_ENTRY),
+    .suboptions(&crate::container_unit::spec::UNIT_ENTRY)
+    .entry_rules(crate::container_unit::spec::UNIT_ENTRY_RULES),
     OptionSpec::new(
         "migrations",
         Kind::List(Elem::Dict),
         "The deployment's migrations, as `run_migrations` `migrations` entries, judged on the image each unit is about to run: by stamp, then by check command. Nothing is stopped or migrated here.",
     )
-    .suboptions(&crate::migrate::spec::MIGRATION_OPTIONS),
+    .suboptions(&crate::migrate::spec::MIGRATION_OPTIONS)
+    .entry_rules(crate::migrate::spec::MIGRATION_RULES),
     OptionSpec::new("pull", Kind::Str, "How `begin` fetches the units' images, as `container_unit` `pull`.")
         .default(Default::Str("always"))
         .choices(&["always", "missing", "never"]),

@@ -1,7 +1,7 @@
 //! The argument spec of `run_migrations`.
 
 use crate::ansible::spec::join;
-use crate::ansible::{Default, Elem, Kind, ModuleSpec, OptionSpec};
+use crate::ansible::{Default, Elem, Kind, ModuleSpec, OptionSpec, Rules};
 
 const ONE: usize = 8;
 const RUN: usize = 8;
@@ -57,7 +57,8 @@ const RUN_OPTIONS: [OptionSpec; RUN] = [
         Kind::List(Elem::Dict),
         "Several migrations in one call, each with the options of a single one (O(unit), O(command), ...), run in order.\nThe first failure stops the list; the migrations before it keep their stamps.",
     )
-    .suboptions(&MIGRATION_OPTIONS),
+    .suboptions(&MIGRATION_OPTIONS)
+    .entry_rules(MIGRATION_RULES),
     OptionSpec::new(
         "stop_first",
         Kind::Bool,
@@ -78,18 +79,30 @@ const RUN_OPTIONS: [OptionSpec; RUN] = [
 
 pub static OPTIONS: [OptionSpec; ONE + RUN] = join(MIGRATION_OPTIONS, RUN_OPTIONS);
 
+const MIGRATION_EXCLUSIVE: [&[&str]; 3] = [
+    &["unit", "image"],
+    // A unit's volumes and network come from its file; these two would be ignored.
+    &["unit", "volumes"],
+    &["unit", "network"],
+];
+
+const EXCLUSIVE: [&[&str]; 5] = join(
+    MIGRATION_EXCLUSIVE,
+    [&["migrations", "unit"], &["migrations", "image"]],
+);
+
+/// What holds inside each `migrations` entry: one migration, for a unit or an image.
+pub const MIGRATION_RULES: Rules = Rules {
+    mutually_exclusive: &MIGRATION_EXCLUSIVE,
+    required_one_of: &[&["unit", "image"]],
+    required_if: &[],
+};
+
 pub static SPEC: ModuleSpec = ModuleSpec {
     name: "run_migrations",
     short_description: "Run migrations in one-off containers, only when they are pending",
     options: &OPTIONS,
-    mutually_exclusive: &[
-        &["unit", "image"],
-        // A unit's volumes and network come from its file; these two would be ignored.
-        &["unit", "volumes"],
-        &["unit", "network"],
-        &["migrations", "unit"],
-        &["migrations", "image"],
-    ],
+    mutually_exclusive: &EXCLUSIVE,
     required_one_of: &[&["unit", "image", "migrations"]],
     required_if: &[],
 };
