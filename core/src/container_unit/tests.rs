@@ -440,3 +440,30 @@ fn a_unit_and_a_template_of_one_name_keep_apart() {
     );
     assert_ne!(plain, template);
 }
+
+/// Issue 15: a bad `socket` value is refused, naming the parameter, before any systemd or
+/// podman call; a template cannot have one.
+#[test]
+fn bad_socket_values_are_refused_before_the_host_is_touched() {
+    let bed = Bed::running_old();
+    for (args, says) in [
+        (
+            json!({"name": "hello", "image": "svc:1", "socket": {"listen": ["127.0.0.1:0"]}}),
+            "socket.listen[0]",
+        ),
+        (
+            json!({"name": "hello", "image": "svc:1", "socket": {"listen": [8080], "backlog": "many"}}),
+            "socket.backlog",
+        ),
+        (
+            json!({"name": "worker@", "image": "svc:1", "instances": ["1"], "socket": {"listen": [8080]}}),
+            "template",
+        ),
+    ] {
+        let out = bed.respond(args);
+        assert_eq!(out["failed"], json!(true), "{out}");
+        assert!(out["msg"].as_str().is_some_and(|m| m.contains(says)), "{out}");
+    }
+    assert!(bed.systemd.calls.lock().expect("calls").is_empty());
+    assert!(bed.podman.calls.lock().expect("calls").is_empty());
+}
