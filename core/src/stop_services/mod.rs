@@ -414,3 +414,6 @@ pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, StopError> {
     };
     run(p, inv, &host)
 }
+
+#[cfg(test)]
+mod tests;

@@ -39,6 +39,11 @@ pub struct SimHost {
     pub health: Option<String>,
     /// Services whose start fails because the named unit they require has failed.
     pub failed_dependency: HashMap<String, String>,
+    /// Properties a unit reports besides its state: its dependencies (`RequiredBy`, `After`,
+    /// ...), as `systemctl show` gives them.
+    pub props: HashMap<String, Vec<(&'static str, String)>>,
+    /// Units whose stop never ends: they stay deactivating.
+    pub stuck: HashSet<String>,
     services: Mutex<HashMap<String, Service>>,
     next: Mutex<u64>,
     pub calls: Mutex<Vec<String>>,
@@ -186,9 +191,14 @@ impl Systemd for SimHost {
                     ("NRestarts", s.restarts.to_string()),
                     ("InvocationID", invocation),
                 ];
+                let extra = self.props.get(u).into_iter().flatten().cloned();
                 UnitStatus {
                     name: u.clone(),
-                    props: props.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+                    props: props
+                        .into_iter()
+                        .chain(extra)
+                        .map(|(k, v)| (k.to_string(), v))
+                        .collect(),
                 }
             })
             .collect())
@@ -202,6 +212,12 @@ impl Systemd for SimHost {
             self.note(format!("{} {u}", job.verb()));
             match job {
                 Job::Start | Job::Restart => self.start(u),
+                Job::Stop if self.stuck.contains(u) => {
+                    let mut services = self.services.lock().expect("services");
+                    let s = services.entry(u.clone()).or_default();
+                    s.active = "deactivating";
+                    s.sub = "stop-sigterm";
+                }
                 Job::Stop => {
                     let mut services = self.services.lock().expect("services");
                     let s = services.entry(u.clone()).or_default();

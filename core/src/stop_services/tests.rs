@@ -1,0 +1,160 @@
+//! `stop_services::run` on the simulated host: what stops and in which order, what the record
+//! holds, what `restored` brings back, and the deadline, all on the fake clock.
+
+use super::spec::SPEC;
+use super::{Host, run};
+use crate::ansible::driver::respond;
+use crate::systemd::{Job, Systemd};
+use crate::testing::FakeClock;
+use crate::testing::sim::SimHost;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// db, and app that requires it and starts after it, both running.
+struct Bed {
+    dir: tempfile::TempDir,
+    sim: SimHost,
+    clock: FakeClock,
+}
+
+impl Bed {
+    fn new(stuck: &[&str]) -> Bed {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut sim = SimHost::new(dir.path().join("quadlet"));
+        std::fs::create_dir_all(&sim.quadlet_dir).expect("mkdir");
+        for name in ["db", "app"] {
+            let unit = sim.quadlet_dir.join(format!("{name}.container"));
+            std::fs::write(unit, "[Container]\nImage=svc:1\n").expect("write unit");
+        }
+        sim.add_image("svc:1", "img-1");
+        sim.props.insert(
+            "db.service".into(),
+            vec![("RequiredBy", "app.service".into())],
+        );
+        sim.props.insert(
+            "app.service".into(),
+            vec![
+                ("Requires", "db.service".into()),
+                ("After", "db.service".into()),
+            ],
+        );
+        sim.stuck = stuck.iter().map(|s| s.to_string()).collect();
+        let all = ["db.service".to_string(), "app.service".to_string()];
+        sim.enqueue(Job::Start, &all).expect("start");
+        sim.calls.lock().expect("calls").clear();
+        Bed {
+            dir,
+            sim,
+            clock: FakeClock::default(),
+        }
+    }
+
+    fn run(&self, args: Value) -> Value {
+        let mut args = args;
+        args["state_dir"] = json!(self.dir.path().join("state"));
+        let path = self.dir.path().join("args.json");
+        std::fs::write(&path, args.to_string()).expect("write args");
+        let host = Host {
+            systemd: &self.sim,
+            clock: &self.clock,
+        };
+        respond(&SPEC, &path, |p, inv| run(p, inv, &host))
+    }
+
+    fn calls(&self) -> Vec<String> {
+        std::mem::take(&mut *self.sim.calls.lock().expect("calls"))
+    }
+
+    fn record(&self) -> Option<Value> {
+        let path = self.dir.path().join("state/stops/default.json");
+        let text = std::fs::read_to_string(path).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+}
+
+#[test]
+fn dependents_stop_first_and_restored_brings_back_exactly_what_ran_in_start_order() {
+    let bed = Bed::new(&[]);
+    let out = bed.run(json!({"services": ["db"], "dependents": true}));
+    assert_eq!(out["failed"], json!(false), "{out}");
+    assert_eq!(
+        out["stopped"],
+        json!(["app.service", "db.service"]),
+        "{out}"
+    );
+    assert_eq!(bed.calls(), ["stop app.service", "stop db.service"]);
+    let record = bed.record().expect("a stop record");
+    assert_eq!(
+        record["active_before"],
+        json!(["app.service", "db.service"])
+    );
+    assert_eq!(bed.sim.active_state("db.service"), "inactive");
+
+    let out = bed.run(json!({"state": "restored"}));
+    assert_eq!(out["failed"], json!(false), "{out}");
+    assert_eq!(
+        out["started"],
+        json!(["db.service", "app.service"]),
+        "{out}"
+    );
+    assert_eq!(bed.calls(), ["start db.service", "start app.service"]);
+    assert!(bed.record().is_none(), "the record goes once restored");
+    assert_eq!(bed.sim.active_state("app.service"), "active");
+
+    let out = bed.run(json!({"state": "restored"}));
+    assert_eq!(out["changed"], json!(false), "{out}");
+    assert!(bed.calls().is_empty(), "nothing recorded, nothing started");
+}
+
+#[test]
+fn an_active_dependent_is_refused_before_anything_stops() {
+    let bed = Bed::new(&[]);
+    let out = bed.run(json!({"services": ["db"]}));
+    assert_eq!(out["failed"], json!(true), "{out}");
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("app.service would be stopped too"), "{msg}");
+    assert!(bed.calls().is_empty());
+    assert!(bed.record().is_none());
+}
+
+#[test]
+fn check_mode_says_what_would_stop_and_stops_nothing() {
+    let bed = Bed::new(&[]);
+    let out = bed.run(json!({"services": ["db"], "dependents": true, "_ansible_check_mode": true}));
+    assert_eq!(out["changed"], json!(true), "{out}");
+    assert_eq!(
+        out["stopped"],
+        json!(["app.service", "db.service"]),
+        "{out}"
+    );
+    assert!(bed.calls().is_empty());
+    assert!(bed.record().is_none());
+}
+
+#[test]
+fn a_stop_that_never_ends_fails_at_the_deadline_on_the_fake_clock() {
+    let bed = Bed::new(&["app.service"]);
+    let (real, fake) = (Instant::now(), bed.clock_now());
+    let out = bed.run(json!({"services": ["db"], "dependents": true, "timeout": 90}));
+    assert_eq!(out["failed"], json!(true), "{out}");
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("still not stopped after 90 s: app.service"),
+        "{msg}"
+    );
+    assert_eq!(bed.calls(), ["stop app.service"], "db waits for app");
+    assert!(bed.clock_now() - fake >= Duration::from_secs(90));
+    assert!(real.elapsed() < Duration::from_secs(5), "no real sleeps");
+    // The record was written before the stop: a restore still brings app back.
+    let record = bed.record().expect("record");
+    assert_eq!(
+        record["active_before"],
+        json!(["app.service", "db.service"])
+    );
+}
+
+impl Bed {
+    fn clock_now(&self) -> Instant {
+        crate::converge::Clock::now(&self.clock)
+    }
+}
