@@ -281,4 +281,78 @@ mod tests {
         let msg = out.expect_err("crash loop").to_string();
         assert!(msg.contains("NRestarts 0 -> 1"), "{msg}");
     }
+
+    /// The wait on a container of `revision`, image `img` and `health`, behind a service that
+    /// shows a new invocation from the first look.
+    fn wait_on(
+        revision: &str,
+        health: Option<Health>,
+        clock: &FakeClock,
+    ) -> Result<Converged, WaitError> {
+        let podman = FakePodman {
+            containers: vec![ContainerInfo {
+                id: "c1".into(),
+                image_id: "img".into(),
+                revision: Some(revision.into()),
+                unit: "a.service".into(),
+                state: ContainerState::Running,
+                health,
+            }],
+            ..FakePodman::default()
+        };
+        let exp = Expectation {
+            service: "a.service".into(),
+            revision: "rev".into(),
+            image_id: "img".into(),
+            needs_health: true,
+            previous_invocation: Some("old".into()),
+            min_healthy: Duration::from_secs(2),
+            timeout: Duration::from_secs(30),
+        };
+        let systemd = Scripted(Mutex::new(vec![("new", "active", "0")]));
+        wait_converged(&systemd, &podman, clock, &exp)
+    }
+
+    #[test]
+    fn a_healthy_revision_converges_once_it_stayed_healthy_for_min_healthy_time() {
+        let (clock, real) = (FakeClock::default(), Instant::now());
+        let start = clock.now();
+        let c = wait_on("rev", Some(Health::Healthy), &clock).expect("converged");
+        assert_eq!(c.container_id, "c1");
+        assert!(c.waited >= Duration::from_secs(2), "{:?}", c.waited);
+        assert!(c.waited < Duration::from_secs(3), "{:?}", c.waited);
+        assert_eq!(clock.now() - start, c.waited);
+        assert!(real.elapsed() < Duration::from_secs(1), "no real sleeps");
+    }
+
+    #[test]
+    fn another_revision_never_converges_and_the_wait_ends_at_its_timeout() {
+        let (clock, real) = (FakeClock::default(), Instant::now());
+        let start = clock.now();
+        let msg = wait_on("other", Some(Health::Healthy), &clock)
+            .expect_err("not converged")
+            .to_string();
+        assert!(msg.contains("not converged within 30 s"), "{msg}");
+        assert!(
+            msg.contains("container runs revision Some(\"other\")"),
+            "{msg}"
+        );
+        assert!(clock.now() - start >= Duration::from_secs(30));
+        assert!(real.elapsed() < Duration::from_secs(2), "no real sleeps");
+    }
+
+    #[test]
+    fn an_unhealthy_revision_fails_at_once_and_one_without_status_waits() {
+        let clock = FakeClock::default();
+        let start = clock.now();
+        let msg = wait_on("rev", Some(Health::Unhealthy), &clock)
+            .expect_err("unhealthy")
+            .to_string();
+        assert!(msg.contains("reports unhealthy"), "{msg}");
+        assert_eq!(clock.now(), start, "judged on the first look");
+        let msg = wait_on("rev", None, &clock)
+            .expect_err("no status")
+            .to_string();
+        assert!(msg.contains("no health status yet"), "{msg}");
+    }
 }
