@@ -107,8 +107,12 @@ impl SimHost {
             return;
         }
         let stem = service.trim_end_matches(".service");
-        let text = std::fs::read_to_string(self.quadlet_dir.join(format!("{stem}.container")))
-            .unwrap_or_default();
+        // An instance runs its template's file.
+        let file = match stem.split_once('@') {
+            Some((template, _)) => format!("{template}@.container"),
+            None => format!("{stem}.container"),
+        };
+        let text = std::fs::read_to_string(self.quadlet_dir.join(file)).unwrap_or_default();
         let unit = UnitFile::parse(&text).unwrap_or_default();
         let revision = unit.values("Container", "Label").find_map(|l| {
             l.strip_prefix(&format!("{REVISION_LABEL}="))

@@ -1,0 +1,210 @@
+//! Carrying out plans on the simulated host: a `units` run in dependency order, template
+//! instances in health-gated batches of `max_parallel`, a canary, and a failure that rolls back
+//! every unit the run changed. Waits run on the fake clock.
+
+use super::spec::SPEC;
+use super::{Host, run};
+use crate::ansible::driver::respond;
+use crate::converge::Clock;
+use crate::testing::sim::SimHost;
+use crate::testing::{FakeClock, FakeQuadlet, FakeRegistry};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+const IMAGE: &str = "127.0.0.1:5000/svc:1";
+
+struct Bed {
+    dir: tempfile::TempDir,
+    sim: SimHost,
+}
+
+/// What a run returned, and how much fake time it took.
+struct Ran {
+    out: Value,
+    fake: Duration,
+}
+
+impl Bed {
+    fn new() -> Bed {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sim = SimHost::new(dir.path().join("quadlet"));
+        sim.add_image(IMAGE, "img-a");
+        Bed { dir, sim }
+    }
+
+    fn run(&self, args: Value) -> Ran {
+        let mut args = args;
+        let root = self.dir.path();
+        for (k, v) in [
+            ("quadlet_dir", json!(root.join("quadlet"))),
+            ("state_dir", json!(root.join("state"))),
+            ("systemd_dir", json!(root.join("systemd"))),
+            ("pull", json!("missing")),
+            ("min_healthy_time", json!(1000)),
+            ("timeout", json!(30)),
+        ] {
+            if args.get(k).is_none() {
+                args[k] = v;
+            }
+        }
+        let path = root.join("args.json");
+        std::fs::write(&path, args.to_string()).expect("write args");
+        let (clock, registry, quadlet) = (
+            FakeClock::default(),
+            FakeRegistry::default(),
+            FakeQuadlet::default(),
+        );
+        let host = Host {
+            systemd: &self.sim,
+            podman: &self.sim,
+            registry: &registry,
+            clock: &clock,
+            quadlet: &quadlet,
+        };
+        let start = clock.now();
+        let out = respond(&SPEC, &path, |p, inv| run(p, inv, &host));
+        Ran {
+            out,
+            fake: clock.now() - start,
+        }
+    }
+
+    /// The jobs queued since the last look, as `VERB SERVICE`.
+    fn jobs(&self) -> Vec<String> {
+        let mut calls = self.sim.calls.lock().expect("calls");
+        let jobs = calls
+            .iter()
+            .filter(|c| {
+                ["start ", "restart ", "stop "]
+                    .iter()
+                    .any(|v| c.starts_with(v))
+            })
+            .cloned()
+            .collect();
+        calls.clear();
+        jobs
+    }
+
+    fn revision(&self, service: &str) -> String {
+        self.sim.running(service).expect("it runs").0
+    }
+
+    /// The revision a unit of `env` V would have, from a check-mode run.
+    fn revision_of(&self, args: Value) -> String {
+        let mut args = args;
+        args["_ansible_check_mode"] = json!(true);
+        let out = self.run(args).out;
+        let rev = out["revision"]["after"]
+            .as_str()
+            .expect("revision")
+            .to_string();
+        self.jobs();
+        rev
+    }
+}
+
+fn units(v: &str) -> Value {
+    json!({"units": [
+        {"name": "app", "image": IMAGE, "env": {"V": v}, "depends_on": ["db"]},
+        {"name": "db", "image": IMAGE, "env": {"V": v}},
+    ]})
+}
+
+#[test]
+fn a_units_run_starts_dependencies_first_and_a_failure_rolls_back_what_it_changed() {
+    let bed = Bed::new();
+    let real = Instant::now();
+    let ran = bed.run(units("a"));
+    assert_eq!(ran.out["failed"], json!(false), "{}", ran.out);
+    let jobs = bed.jobs();
+    let pos = |s: &str| jobs.iter().position(|j| j.ends_with(s)).expect(s);
+    assert!(pos("db.service") < pos("app.service"), "{jobs:?}");
+    // Each of the two waited min_healthy_time on the fake clock; no real second passed.
+    assert!(ran.fake >= Duration::from_secs(2), "{:?}", ran.fake);
+    assert!(real.elapsed() < Duration::from_secs(2), "no real sleeps");
+    let (db_a, app_a) = (bed.revision("db.service"), bed.revision("app.service"));
+
+    // b: db converges, then app's b crashes; app goes back, and so does db, changed before it.
+    let app_b = bed.revision_of(
+        json!({"name": "app", "image": IMAGE, "env": {"V": "b"}, "depends_on": ["db"]}),
+    );
+    bed.sim.crash(&app_b);
+    let ran = bed.run(units("b"));
+    assert_eq!(ran.out["failed"], json!(true), "{}", ran.out);
+    assert_eq!(ran.out["rolled_back"], json!(true), "{}", ran.out);
+    let msg = ran.out["msg"].as_str().unwrap_or_default();
+    assert!(msg.starts_with("app.service: revision"), "{msg}");
+    assert!(
+        msg.contains("Units this run had already changed are rolled back too:\n- db.container: Rolled back to revision"),
+        "{msg}"
+    );
+    assert_eq!(bed.revision("db.service"), db_a);
+    assert_eq!(bed.revision("app.service"), app_a);
+    let rolled: Vec<&Value> = ran.out["units"]
+        .as_array()
+        .expect("units")
+        .iter()
+        .filter(|u| u["rolled_back"] == json!(true))
+        .collect();
+    assert_eq!(rolled.len(), 2, "{}", ran.out);
+}
+
+fn workers(v: &str, extra: Value) -> Value {
+    let mut args =
+        json!({"name": "w@", "image": IMAGE, "env": {"V": v}, "instances": ["1", "2", "3"]});
+    for (k, x) in extra.as_object().expect("object") {
+        args[k] = x.clone();
+    }
+    args
+}
+
+#[test]
+fn instances_go_in_batches_of_max_parallel_and_a_failed_batch_stops_the_rollout() {
+    let bed = Bed::new();
+    let ran = bed.run(workers("a", json!({"max_parallel": 2})));
+    assert_eq!(ran.out["failed"], json!(false), "{}", ran.out);
+    // Two batches, each healthy for min_healthy_time before the next.
+    assert!(ran.fake >= Duration::from_secs(2), "{:?}", ran.fake);
+    let a = bed.revision("w@1.service");
+    bed.jobs();
+
+    let b = bed.revision_of(workers("b", json!({})));
+    bed.sim.crash(&b);
+    let ran = bed.run(workers("b", json!({"max_parallel": 2})));
+    assert_eq!(ran.out["failed"], json!(true), "{}", ran.out);
+    let jobs = bed.jobs();
+    assert!(
+        jobs.iter().any(|j| j.starts_with("restart w@2") || j.starts_with("start w@2")),
+        "the second instance is in the first batch: {jobs:?}"
+    );
+    assert!(
+        !jobs.iter().any(|j| j.contains("w@3")),
+        "the third instance is never touched: {jobs:?}"
+    );
+    for w in ["w@1.service", "w@2.service", "w@3.service"] {
+        assert_eq!(bed.revision(w), a, "{w} runs a");
+    }
+}
+
+#[test]
+fn a_canary_replaces_that_many_instances_and_holds_the_rest() {
+    let bed = Bed::new();
+    assert_eq!(bed.run(workers("a", json!({}))).out["failed"], json!(false));
+    let a = bed.revision("w@1.service");
+    bed.jobs();
+    let ran = bed.run(workers("b", json!({"canary": 1})));
+    assert_eq!(ran.out["failed"], json!(false), "{}", ran.out);
+    assert_eq!(
+        ran.out["held"],
+        json!(["w@2.service", "w@3.service"]),
+        "{}",
+        ran.out
+    );
+    assert_ne!(bed.revision("w@1.service"), a);
+    assert_eq!(bed.revision("w@2.service"), a);
+    assert_eq!(bed.revision("w@3.service"), a);
+    assert!(
+        bed.jobs().iter().all(|j| j.ends_with("w@1.service")),
+        "only the canary got a job"
+    );
+}
