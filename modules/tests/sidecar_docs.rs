@@ -183,10 +183,28 @@ fn samples(module: &str) -> Vec<serde_json::Value> {
             ]
         }
         "run_migrations" => {
+            let taken = rm::BackupTaken {
+                source: "app.service".into(),
+                stream: "1".into(),
+                dir: "/var/lib/refit/backups/1/x".into(),
+                image: "db:1".into(),
+                volumes: vec![],
+                network: None,
+                env: vec![],
+                restore_command: vec!["restore".into()],
+                created_at: "now".into(),
+                duration_ms: 1,
+                size_bytes: 1,
+            };
             let one = rm::MigrationResult {
                 unit: some(),
                 stopped: vec!["app.service".into()],
+                backup: Some(Box::new(taken.clone())),
                 ..rm::MigrationResult::default()
+            };
+            let restore = rm::RestoreResult {
+                restored: vec![taken],
+                duration_ms: 1,
             };
             let batch = rm::BatchResult {
                 migrations: vec![one.clone()],
@@ -195,6 +213,7 @@ fn samples(module: &str) -> Vec<serde_json::Value> {
             vec![
                 json(serde_json::to_value(&one)),
                 json(serde_json::to_value(&batch)),
+                json(serde_json::to_value(&restore)),
             ]
         }
         "stop_services" => vec![json(serde_json::to_value(StopResult::default()))],

@@ -4,6 +4,7 @@
 //! does not report nothing pending. A stamp is written atomically after success, and never
 //! after a failure, so a second run with the same image starts no container at all.
 
+pub mod backup;
 mod source;
 pub mod spec;
 
@@ -35,6 +36,7 @@ pub struct Migration {
     #[serde(default)]
     pub command: Vec<String>,
     pub check_command: Option<Vec<String>>,
+    pub backup: Option<backup::Backup>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -46,6 +48,8 @@ pub struct Params {
     #[serde(default)]
     pub images: std::collections::HashMap<String, String>,
     pub stop_first: bool,
+    #[serde(default)]
+    pub restore: bool,
     pub stop_record: String,
     pub timeout: u64,
     pub quadlet_dir: PathBuf,
@@ -79,6 +83,12 @@ pub enum MigrateError {
     Podman(#[from] PodmanError),
     #[error(transparent)]
     Stop(#[from] crate::stop_services::StopError),
+    #[error(transparent)]
+    Backup(#[from] backup::BackupError),
+    #[error(
+        "backup needs stop_first: true, so that nothing writes after the backup and a failed run's recovery can find it"
+    )]
+    BackupNeedsStop,
     #[error("stop_first needs `unit`: with only an image there is no service to stop")]
     StopNeedsUnit,
     #[error(
@@ -119,7 +129,7 @@ pub fn validate(p: &Params) -> Result<(), MigrateError> {
         &p.migrations[..]
     };
     for (i, m) in list.iter().enumerate() {
-        validate_one(m, p.stop_first).map_err(|e| {
+        validate_one(m, p.stop_first, p.restore).map_err(|e| {
             if p.migrations.is_empty() {
                 e
             } else {
@@ -130,13 +140,20 @@ pub fn validate(p: &Params) -> Result<(), MigrateError> {
     Ok(())
 }
 
-fn validate_one(m: &Migration, stop_first: bool) -> Result<(), MigrateError> {
+fn validate_one(m: &Migration, stop_first: bool, restore: bool) -> Result<(), MigrateError> {
     check_words("command", &m.command)?;
     if let Some(c) = &m.check_command {
         check_words("check_command", c)?;
     }
     if stop_first && m.unit.is_none() {
         return Err(MigrateError::StopNeedsUnit);
+    }
+    if m.backup.is_some() && !stop_first && !restore {
+        return Err(MigrateError::BackupNeedsStop);
+    }
+    if let Some(b) = &m.backup {
+        b.validate()
+            .map_err(|e| MigrateError::from(e).within("backup"))?;
     }
     match (&m.unit, &m.image) {
         (Some(u), _) => {
@@ -193,6 +210,9 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, MigrateE
     } else {
         Some(state.lock("run_migrations")?)
     };
+    if p.restore {
+        return restore(&p, inv, host, &state, t0);
+    }
     // The values of the units' secrets, once read for a run: masked like parameters.
     let mut revealed = Vec::new();
     let mut done = Vec::with_capacity(list.len());
@@ -241,7 +261,7 @@ struct Ready {
 
 /// A migration either decided without running it (nothing pending, or check mode), or pending.
 enum Judged {
-    Decided(Done),
+    Decided(Box<Done>),
     Pending(Box<Ready>),
 }
 
@@ -270,12 +290,12 @@ fn judge(
     };
     let decided = |mut report: Report, changed: bool, msg: String| {
         report.duration_ms = t0.elapsed().as_millis() as u64;
-        Ok(Judged::Decided(Done {
+        Ok(Judged::Decided(Box::new(Done {
             report,
             changed,
             msg,
             failed: false,
-        }))
+        })))
     };
     let image_id = match host.podman.image_id(&oneoff.spec.image)? {
         Some(id) => id,
@@ -424,7 +444,7 @@ fn run_one(
         mut report,
         t0,
     } = match judge(m, p, inv, host, state, revealed)? {
-        Judged::Decided(d) => return Ok(d),
+        Judged::Decided(d) => return Ok(*d),
         Judged::Pending(r) => *r,
     };
     let finish = |mut report: Report, changed: bool, msg: String, failed: bool| {
@@ -437,6 +457,8 @@ fn run_one(
         })
     };
     let timeout = Duration::from_secs(p.timeout);
+    let stop_record = crate::stop_services::record_path(state, &p.stop_record)?;
+    backup::forget_finished(state, &p.stop_record, &stop_record)?;
     if p.stop_first {
         // Pending, so the service and what needs it stop before the schema changes under them.
         let stop_host = crate::stop_services::Host {
@@ -459,6 +481,11 @@ fn run_one(
             &how,
         )?;
         report.stopped = stopped.stopped;
+    }
+    // With its services stopped, nothing writes after the backup that a restore would lose.
+    if let Some(b) = &m.backup {
+        let taken = backup::take(b, &oneoff.source, host, state, &p.stop_record, timeout)?;
+        report.backup = Some(Box::new(taken));
     }
     let spec = OneOff {
         command: m.command.clone(),
@@ -497,6 +524,40 @@ fn run_one(
             finish(report, true, msg, false)
         }
     }
+}
+
+/// `restore: true`: puts back the backups this run took, when it is unfinished (its stop
+/// record is there), so the previous release starts on the schema it knows.
+fn restore(
+    p: &Params,
+    inv: &Invocation,
+    host: &Host,
+    state: &StateDir,
+    t0: Instant,
+) -> Result<Outcome, MigrateError> {
+    let stop_record = crate::stop_services::record_path(state, &p.stop_record)?;
+    if inv.check_mode {
+        return Ok(Outcome::new(
+            false,
+            "check mode: restores nothing".to_string(),
+        ));
+    }
+    let timeout = Duration::from_secs(p.timeout);
+    let restored = backup::restore(host, state, &p.stop_record, &stop_record, timeout)?;
+    let msg = if restored.is_empty() {
+        format!(
+            "no backup to restore: run {} took none, or finished",
+            p.stop_record
+        )
+    } else {
+        let dirs: Vec<&str> = restored.iter().map(|t| t.dir.as_str()).collect();
+        format!("restored {}", dirs.join(", "))
+    };
+    let data = crate::results::run_migrations::RestoreResult {
+        duration_ms: t0.elapsed().as_millis() as u64,
+        restored,
+    };
+    Ok(Outcome::new(!data.restored.is_empty(), msg).with_data(data))
 }
 
 fn check_words(what: &'static str, words: &[String]) -> Result<(), MigrateError> {
@@ -539,7 +600,7 @@ fn save_stamp(state: &StateDir, path: &std::path::Path, stamp: &Stamp) -> Result
     write_json(path, stamp, 0o600)
 }
 
-fn tail(output: &str) -> String {
+pub(crate) fn tail(output: &str) -> String {
     let lines: Vec<&str> = output.lines().collect();
     lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n")
 }

@@ -3,8 +3,20 @@
 use crate::ansible::spec::join;
 use crate::ansible::{Default, Elem, Kind, ModuleSpec, OptionSpec, Rules};
 
-const ONE: usize = 8;
-const RUN: usize = 8;
+const ONE: usize = 9;
+const RUN: usize = 9;
+
+/// A migration's `backup`, run in a one-off container before the migration.
+const BACKUP_OPTIONS: [OptionSpec; 8] = [
+    OptionSpec::new("image", Kind::Str, "The image the backup and restore commands run in, for example the database's.").required(),
+    OptionSpec::new("volumes", Kind::List(Elem::Str), "Volumes as C(SOURCE:DEST[:OPTIONS]), beside the backup's own directory at C(/backup)."),
+    OptionSpec::new("network", Kind::Str, "The network, for example C(host) to reach a database on loopback."),
+    OptionSpec::new("env", Kind::Dict, "Environment variables of the backup and restore containers."),
+    OptionSpec::new("command", Kind::List(Elem::Str), "Writes the backup into C(/backup), a new directory under the state dir, for example C([pg_dump, -Fc, -f, /backup/db.dump]).\nA failure stops the run before the migration.").required(),
+    OptionSpec::new("restore_command", Kind::List(Elem::Str), "Puts the data in C(/backup) back, run by O(restore).").required(),
+    OptionSpec::new("stream", Kind::Str, "The stream the backup is kept under; each stream keeps its own newest, as many as C(keep) says.").default(Default::Str("default")),
+    OptionSpec::new("keep", Kind::Int, "How many backups of the stream to keep; one a failed run may still restore is never pruned.").default(Default::Int(3)),
+];
 
 /// One migration: at the top level, or an entry of `migrations`.
 pub const MIGRATION_OPTIONS: [OptionSpec; ONE] = [
@@ -49,6 +61,12 @@ pub const MIGRATION_OPTIONS: [OptionSpec; ONE] = [
         Kind::List(Elem::Str),
         "A command that exits 0 when nothing is pending.",
     ),
+    OptionSpec::new(
+        "backup",
+        Kind::Dict,
+        "A backup of the data the migration changes, taken when it is pending, after O(stop_first) stopped its services and before it runs.\nRecorded under the state dir's C(backups/STREAM/), and listed for O(restore) under O(stop_record) until the flow finishes.",
+    )
+    .suboptions(&BACKUP_OPTIONS),
 ];
 
 const RUN_OPTIONS: [OptionSpec; RUN] = [
@@ -70,6 +88,12 @@ const RUN_OPTIONS: [OptionSpec; RUN] = [
         Kind::Dict,
         "The image each unit is about to run, by unit name.\nA migration of that unit runs it instead of the C(Image=) of the file on disk.\nThe flows pass it, so that check mode judges the image an update brings.",
     ),
+    OptionSpec::new(
+        "restore",
+        Kind::Bool,
+        "Instead of migrating, restore the backups the unfinished run O(stop_record) took, newest first, so the previous release starts on its own schema; the flow's recovery does this before the previous images start.\nRestores nothing when that run took none, or finished.",
+    )
+    .default(Default::Bool(false)),
     OptionSpec::new("stop_record", Kind::Str, "The stop record O(stop_first) writes to.").default(Default::Str("default")),
     OptionSpec::new("timeout", Kind::Int, "Seconds the migration may run before it is killed and removed.").default(Default::Int(600)),
     OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live.").default(Default::Str("/etc/containers/systemd")),

@@ -17,6 +17,34 @@ pub struct MigrationResult {
     /// The stamp file's path.
     pub stamp: String,
     pub duration_ms: u64,
+    /// The backup taken before the migration ran, when it has a `backup`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup: Option<Box<BackupTaken>>,
+}
+
+/// One backup taken before a migration: what the result reports and what a restore needs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BackupTaken {
+    /// The migration it was taken for.
+    pub source: String,
+    pub stream: String,
+    /// Its directory under the state dir, mounted at /backup in its containers.
+    pub dir: String,
+    pub image: String,
+    pub volumes: Vec<String>,
+    pub network: Option<String>,
+    pub env: Vec<String>,
+    pub restore_command: Vec<String>,
+    pub created_at: String,
+    pub duration_ms: u64,
+    pub size_bytes: u64,
+}
+
+/// A `restore=true` run: the backups it put back, newest first.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RestoreResult {
+    pub restored: Vec<BackupTaken>,
+    pub duration_ms: u64,
 }
 
 /// One migration of a flow, judged before anything is stopped.
