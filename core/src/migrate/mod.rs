@@ -619,6 +619,9 @@ pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, MigrateError>
 }
 
 #[cfg(test)]
+mod run_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::testing::{FakeClock, FakePodman, FakeRegistry, FakeSystemd};

@@ -1,0 +1,152 @@
+//! `migrate::run` on the simulated host: a pending migration stops its service and what needs
+//! it first, runs once per image and stamps it; a failed one stamps nothing; a check command
+//! that reports nothing pending stops and runs nothing. Stops wait on the fake clock.
+
+use super::spec::SPEC;
+use super::{Host, run};
+use crate::ansible::driver::respond;
+use crate::systemd::{Job, Systemd};
+use crate::testing::sim::SimHost;
+use crate::testing::{FakeClock, FakePodman, FakeQuadlet, FakeRegistry};
+use serde_json::{Value, json};
+
+/// app (on svc:1) and web, which requires it, both running.
+struct Bed {
+    dir: tempfile::TempDir,
+    sim: SimHost,
+    podman: FakePodman,
+}
+
+impl Bed {
+    fn new(rc: i64) -> Bed {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut sim = SimHost::new(dir.path().join("quadlet"));
+        std::fs::create_dir_all(&sim.quadlet_dir).expect("mkdir");
+        for name in ["app", "web"] {
+            let unit = sim.quadlet_dir.join(format!("{name}.container"));
+            std::fs::write(unit, "[Container]\nImage=svc:1\n").expect("write unit");
+        }
+        sim.add_image("svc:1", "img-1");
+        sim.props.insert(
+            "app.service".into(),
+            vec![("RequiredBy", "web.service".into())],
+        );
+        sim.props.insert(
+            "web.service".into(),
+            vec![
+                ("Requires", "app.service".into()),
+                ("After", "app.service".into()),
+            ],
+        );
+        let all = ["app.service".to_string(), "web.service".to_string()];
+        sim.enqueue(Job::Start, &all).expect("start");
+        sim.calls.lock().expect("calls").clear();
+        let mut podman = FakePodman {
+            oneoff_rc: rc,
+            ..FakePodman::default()
+        };
+        podman.images.insert("svc:1".into(), "img-1".into());
+        Bed { dir, sim, podman }
+    }
+
+    fn run(&self, args: Value) -> Value {
+        let mut args = args;
+        args["unit"] = json!("app");
+        args["command"] = json!(["migrate"]);
+        args["quadlet_dir"] = json!(self.sim.quadlet_dir);
+        args["state_dir"] = json!(self.dir.path().join("state"));
+        let path = self.dir.path().join("args.json");
+        std::fs::write(&path, args.to_string()).expect("write args");
+        let (clock, registry, quadlet) = (
+            FakeClock::default(),
+            FakeRegistry::default(),
+            FakeQuadlet::default(),
+        );
+        let host = Host {
+            systemd: &self.sim,
+            podman: &self.podman,
+            registry: &registry,
+            clock: &clock,
+            quadlet: &quadlet,
+        };
+        respond(&SPEC, &path, |p, inv| run(p, inv, &host))
+    }
+
+    /// The stops and one-off runs since the last look.
+    fn calls(&self) -> Vec<String> {
+        let mut out: Vec<String> = std::mem::take(&mut *self.sim.calls.lock().expect("calls"));
+        out.extend(std::mem::take(
+            &mut *self.podman.calls.lock().expect("calls"),
+        ));
+        out
+    }
+
+    fn recorded_stop(&self) -> Value {
+        let path = self.dir.path().join("state/stops/default.json");
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    }
+}
+
+#[test]
+fn a_pending_migration_stops_what_needs_it_first_runs_once_and_is_stamped() {
+    let bed = Bed::new(0);
+    let out = bed.run(json!({"stop_first": true}));
+    assert_eq!(out["failed"], json!(false), "{out}");
+    assert_eq!(out["ran"], json!(true), "{out}");
+    assert_eq!(
+        out["stopped"],
+        json!(["web.service", "app.service"]),
+        "{out}"
+    );
+    assert_eq!(
+        bed.calls(),
+        ["stop web.service", "stop app.service", "run img-1 migrate"],
+        "stopped in reverse dependency order, then migrated on the image by ID"
+    );
+    assert_eq!(
+        bed.recorded_stop()["active_before"],
+        json!(["web.service", "app.service"]),
+        "recorded, so stop_services restored brings both back"
+    );
+    assert_eq!(bed.sim.active_state("web.service"), "inactive");
+
+    let again = bed.run(json!({"stop_first": true}));
+    assert_eq!(again["changed"], json!(false), "{again}");
+    assert_eq!(again["ran"], json!(false), "{again}");
+    let why = again["skipped_reason"].as_str().unwrap_or_default();
+    assert!(why.contains("already migrated for image img-1"), "{why}");
+    assert!(bed.calls().is_empty(), "nothing stopped or run again");
+}
+
+#[test]
+fn a_failed_migration_stamps_nothing_so_the_next_run_tries_again() {
+    let bed = Bed::new(3);
+    let out = bed.run(json!({}));
+    assert_eq!(out["failed"], json!(true), "{out}");
+    assert_eq!(out["rc"], json!(3), "{out}");
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("the migration exited 3; nothing was recorded"),
+        "{msg}"
+    );
+    bed.calls();
+    let again = bed.run(json!({}));
+    assert_eq!(again["ran"], json!(true), "{again}");
+    assert_eq!(bed.calls(), ["run img-1 migrate"]);
+}
+
+#[test]
+fn a_check_command_that_reports_nothing_pending_stops_and_runs_nothing() {
+    let bed = Bed::new(0);
+    let out = bed.run(json!({"stop_first": true, "check_command": ["check"]}));
+    assert_eq!(out["failed"], json!(false), "{out}");
+    assert_eq!(out["changed"], json!(false), "{out}");
+    assert_eq!(
+        out["skipped_reason"],
+        json!("check_command reports nothing pending"),
+        "{out}"
+    );
+    assert_eq!(bed.calls(), ["run img-1 check"], "only the check ran");
+    assert_eq!(bed.sim.active_state("app.service"), "active");
+}
