@@ -13,7 +13,7 @@
 use crate::host::Host;
 use crate::podman::{Finished, ImageRef, OneOff};
 use crate::state::{StateDir, StateError, is_plain_name, read_json, remove_file, write_json};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -50,6 +50,15 @@ fn default_keep() -> usize {
 }
 
 pub use crate::results::run_migrations::BackupTaken as Taken;
+
+/// A backup listed for the run's recovery, with the stamp of the migration that followed it: a
+/// restore removes that stamp, so the schema put back is judged (and migrated) again.
+#[derive(Debug, Serialize, Deserialize)]
+struct Listed {
+    #[serde(flatten)]
+    taken: Taken,
+    stamp: PathBuf,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum BackupError {
@@ -133,6 +142,7 @@ pub fn forget_finished(
 pub fn take(
     b: &Backup,
     source: &str,
+    stamp: &Path,
     host: &Host,
     state: &StateDir,
     record: &str,
@@ -177,8 +187,11 @@ pub fn take(
     taken.duration_ms = t0.elapsed().as_millis() as u64;
     write_json(&dir.join(RECORD), &taken, 0o600)?;
     let list_file = list_path(state, record);
-    let mut list: Vec<Taken> = read_json(&list_file)?.unwrap_or_default();
-    list.push(taken.clone());
+    let mut list: Vec<Listed> = read_json(&list_file)?.unwrap_or_default();
+    list.push(Listed {
+        taken: taken.clone(),
+        stamp: stamp.to_path_buf(),
+    });
     write_json(&list_file, &list, 0o600)?;
     prune(&stream_dir, b.keep, &list)?;
     Ok(taken)
@@ -197,8 +210,8 @@ pub fn restore(
     if !stop_record.exists() {
         return Ok(Vec::new());
     }
-    let list: Vec<Taken> = read_json(&list_file)?.unwrap_or_default();
-    for t in list.iter().rev() {
+    let list: Vec<Listed> = read_json(&list_file)?.unwrap_or_default();
+    for t in list.iter().rev().map(|l| &l.taken) {
         let (rc, tail) = run(host, t, t.restore_command.clone(), "restore", timeout)?;
         if rc != 0 {
             return Err(BackupError::RestoreFailed {
@@ -209,8 +222,11 @@ pub fn restore(
             });
         }
     }
+    for l in &list {
+        remove_file(&l.stamp)?;
+    }
     remove_file(&list_file)?;
-    Ok(list)
+    Ok(list.into_iter().rev().map(|l| l.taken).collect())
 }
 
 /// Runs `command` in the backup's container, its directory mounted at MOUNT: (rc, output tail).
@@ -281,7 +297,7 @@ fn size_of(dir: &Path) -> u64 {
 }
 
 /// Keeps the newest `keep` backups of a stream, and every one a recovery may still restore.
-fn prune(stream_dir: &Path, keep: usize, listed: &[Taken]) -> Result<(), StateError> {
+fn prune(stream_dir: &Path, keep: usize, listed: &[Listed]) -> Result<(), StateError> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(stream_dir)
         .map_err(crate::state::io_err("read", stream_dir))?
         .flatten()
@@ -292,7 +308,7 @@ fn prune(stream_dir: &Path, keep: usize, listed: &[Taken]) -> Result<(), StateEr
     let old = dirs.len().saturating_sub(keep);
     for d in &dirs[..old] {
         let d_str = d.display().to_string();
-        if listed.iter().any(|t| t.dir == d_str) {
+        if listed.iter().any(|l| l.taken.dir == d_str) {
             continue;
         }
         std::fs::remove_dir_all(d).map_err(crate::state::io_err("remove", d))?;
@@ -416,7 +432,11 @@ mod tests {
 
         // The run is unfinished (its stop record is there): the recovery restores, then only once.
         bed.set_unfinished(true);
+        let stamp = PathBuf::from(data["migrations"][0]["stamp"].as_str().expect("stamp"));
+        assert!(stamp.exists());
         let restored = bed.call(json!({"restore": true})).expect("restore");
+        // The schema put back is judged pending again, not skipped by the stamp of the undone one.
+        assert!(!stamp.exists());
         assert!(restored.changed, "{}", restored.msg);
         assert_eq!(
             bed.commands().last().map(String::as_str),
@@ -441,7 +461,7 @@ mod tests {
         assert!(!out.changed, "{}", out.msg);
         // A later run of the same flow stops again, with the old list still on disk: its next
         // backup starts a new list, so only what this run took is restored.
-        let list: Vec<Taken> = read_json(&list_path(&bed.state(), "upgrade"))
+        let list: Vec<Listed> = read_json(&list_path(&bed.state(), "upgrade"))
             .expect("read")
             .unwrap_or_default();
         assert_eq!(list.len(), 1);
@@ -490,6 +510,10 @@ mod tests {
             created_at: String::new(),
             duration_ms: 0,
             size_bytes: 0,
+        };
+        let listed = Listed {
+            taken: listed,
+            stamp: PathBuf::from("/nonexistent"),
         };
         prune(&stream, 1, std::slice::from_ref(&listed)).expect("prune");
         assert!(a.exists() && !b.exists() && c.exists());

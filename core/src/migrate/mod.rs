@@ -484,7 +484,15 @@ fn run_one(
     }
     // With its services stopped, nothing writes after the backup that a restore would lose.
     if let Some(b) = &m.backup {
-        let taken = backup::take(b, &oneoff.source, host, state, &p.stop_record, timeout)?;
+        let taken = backup::take(
+            b,
+            &oneoff.source,
+            &stamp_path,
+            host,
+            state,
+            &p.stop_record,
+            timeout,
+        )?;
         report.backup = Some(Box::new(taken));
     }
     let spec = OneOff {
