@@ -59,7 +59,7 @@ impl Applier<'_> {
                 }
             }
             return Err(RunFailed {
-                failed,
+                failed: Box::new(failed),
                 also_rolled_back,
             });
         }
@@ -106,7 +106,7 @@ impl Applier<'_> {
             }
         };
         Err(TargetFailed {
-            cause,
+            cause: Box::new(cause),
             aftermath,
             journal,
         })

@@ -63,7 +63,7 @@ impl fmt::Display for Journal {
 #[error("{cause}. {aftermath}{journal}")]
 pub struct TargetFailed {
     #[source]
-    pub cause: ApplyError,
+    pub cause: Box<ApplyError>,
     pub aftermath: Aftermath,
     pub journal: Journal,
 }
@@ -73,7 +73,7 @@ pub struct TargetFailed {
 #[derive(Debug, thiserror::Error)]
 pub struct RunFailed {
     #[source]
-    pub failed: TargetFailed,
+    pub failed: Box<TargetFailed>,
     pub also_rolled_back: Vec<(String, String)>,
 }
 
