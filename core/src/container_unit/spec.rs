@@ -40,7 +40,7 @@ pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
     OptionSpec::new(
         "depends_on",
         Kind::List(Elem::Str),
-        "Services this one needs, written as C(Requires=) and C(After=) in C([Unit]), and used to order a O(units) list.",
+        "Services this one needs, written as C(Wants=) and C(After=) in C([Unit]), and used to order a O(units) list. Not C(Requires=): systemd restarts a dependent with its dependency along C(Requires=) (and C(BindsTo=), C(PartOf=)), so an update of one service would restart every unchanged service that needs it. Stop a stack as one through a target its units are C(PartOf=).",
     ),
     OptionSpec::new("unit", Kind::List(Elem::Str), "Extra C([Unit]) entries, each C(Key=Value)."),
     OptionSpec::new("container", Kind::List(Elem::Str), "Extra C([Container]) entries, each C(Key=Value)."),

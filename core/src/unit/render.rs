@@ -77,11 +77,16 @@ pub fn render(
         Some(text) => UnitFile::parse(text)?,
         None => structured(opts, secret_name)?,
     };
+    // `Wants=`, not `Requires=`: systemd propagates a restart along Requires=, BindsTo=,
+    // PartOf= and StopPropagatedFrom= (checked on systemd 257: the dependent restarts, or, for
+    // StopPropagatedFrom=, stays stopped), so an update of `app` would take every unchanged
+    // worker down with it. Wants= pulls the dependency in and After= orders it; a stack stops
+    // as one through its target (`PartOf=TARGET`) or refit's ordered stops.
     for (i, d) in opts.depends_on.iter().enumerate() {
         one_line(&format!("depends_on[{i}]"), d)?;
         let svc = super::name::service_name(d);
         let s = unit.section_mut("Unit");
-        s.entries.push(("Requires".into(), svc.clone()));
+        s.entries.push(("Wants".into(), svc.clone()));
         s.entries.push(("After".into(), svc));
     }
     if let Some(socket) = &opts.socket {
