@@ -3,7 +3,9 @@
 
 pub mod sim;
 
+use crate::ansible::{Invocation, ModuleSpec, Outcome};
 use crate::converge::Clock;
+use crate::host::Host;
 use crate::podman::{
     ContainerInfo, Finished, OneOff, OneOffResult, Podman, PodmanError, UnitSelection,
 };
@@ -275,5 +277,48 @@ impl Clock for FakeClock {
     }
     fn sleep(&self, d: Duration) {
         *self.offset.lock().expect("clock") += d;
+    }
+}
+
+/// What a module returned on the fakes, and how much fake time it took.
+pub struct Responded {
+    pub out: serde_json::Value,
+    pub fake_time: Duration,
+}
+
+/// Runs a module through the driver, as Ansible would: `args` written to `dir/args.json`, on
+/// `systemd` and `podman`, with a fresh fake clock, an empty registry and a quadlet that
+/// accepts every unit.
+pub fn respond_on<P, E>(
+    spec: &ModuleSpec,
+    dir: &std::path::Path,
+    args: &serde_json::Value,
+    systemd: &dyn Systemd,
+    podman: &dyn Podman,
+    body: impl FnOnce(P, &Invocation, &Host) -> Result<Outcome, E>,
+) -> Responded
+where
+    P: serde::de::DeserializeOwned,
+    E: std::fmt::Display,
+{
+    let path = dir.join("args.json");
+    std::fs::write(&path, args.to_string()).expect("write args");
+    let (clock, registry, quadlet) = (
+        FakeClock::default(),
+        FakeRegistry::default(),
+        FakeQuadlet::default(),
+    );
+    let host = Host {
+        systemd,
+        podman,
+        registry: &registry,
+        clock: &clock,
+        quadlet: &quadlet,
+    };
+    let start = clock.now();
+    let out = crate::ansible::driver::respond(spec, &path, |p, inv| body(p, inv, &host));
+    Responded {
+        out,
+        fake_time: clock.now() - start,
     }
 }

@@ -2,12 +2,10 @@
 //! instances in health-gated batches of `max_parallel`, a canary, and a failure that rolls back
 //! every unit the run changed. Waits run on the fake clock.
 
+use super::run;
 use super::spec::SPEC;
-use super::{Host, run};
-use crate::ansible::driver::respond;
-use crate::converge::Clock;
+use crate::testing::respond_on;
 use crate::testing::sim::SimHost;
-use crate::testing::{FakeClock, FakeQuadlet, FakeRegistry};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -47,25 +45,10 @@ impl Bed {
                 args[k] = v;
             }
         }
-        let path = root.join("args.json");
-        std::fs::write(&path, args.to_string()).expect("write args");
-        let (clock, registry, quadlet) = (
-            FakeClock::default(),
-            FakeRegistry::default(),
-            FakeQuadlet::default(),
-        );
-        let host = Host {
-            systemd: &self.sim,
-            podman: &self.sim,
-            registry: &registry,
-            clock: &clock,
-            quadlet: &quadlet,
-        };
-        let start = clock.now();
-        let out = respond(&SPEC, &path, |p, inv| run(p, inv, &host));
+        let r = respond_on(&SPEC, root, &args, &self.sim, &self.sim, run);
         Ran {
-            out,
-            fake: clock.now() - start,
+            out: r.out,
+            fake: r.fake_time,
         }
     }
 
@@ -174,7 +157,8 @@ fn instances_go_in_batches_of_max_parallel_and_a_failed_batch_stops_the_rollout(
     assert_eq!(ran.out["failed"], json!(true), "{}", ran.out);
     let jobs = bed.jobs();
     assert!(
-        jobs.iter().any(|j| j.starts_with("restart w@2") || j.starts_with("start w@2")),
+        jobs.iter()
+            .any(|j| j.starts_with("restart w@2") || j.starts_with("start w@2")),
         "the second instance is in the first batch: {jobs:?}"
     );
     assert!(

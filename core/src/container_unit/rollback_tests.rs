@@ -2,12 +2,11 @@
 //! that last converged comes back, text and image; and a rollback that cannot is never
 //! reported as done. Waits run on the fake clock, without sleeping.
 
+use super::run;
 use super::spec::SPEC;
-use super::{Host, run};
-use crate::ansible::driver::respond;
 use crate::podman::Podman;
+use crate::testing::respond_on;
 use crate::testing::sim::SimHost;
-use crate::testing::{FakeClock, FakeQuadlet, FakeRegistry};
 use serde_json::{Value, json};
 
 const IMAGE: &str = "127.0.0.1:5000/rb:1";
@@ -35,21 +34,7 @@ impl Bed {
         args["pull"] = json!("missing");
         args["min_healthy_time"] = json!(1000);
         args["timeout"] = json!(30);
-        let path = root.join("args.json");
-        std::fs::write(&path, args.to_string()).expect("write args");
-        let (clock, registry, quadlet) = (
-            FakeClock::default(),
-            FakeRegistry::default(),
-            FakeQuadlet::default(),
-        );
-        let host = Host {
-            systemd: &self.sim,
-            podman: &self.sim,
-            registry: &registry,
-            clock: &clock,
-            quadlet: &quadlet,
-        };
-        respond(&SPEC, &path, |p, inv| run(p, inv, &host))
+        respond_on(&SPEC, root, &args, &self.sim, &self.sim, run).out
     }
 
     fn revision_of(&self, env: &str) -> String {

@@ -2,12 +2,10 @@
 //! it first, runs once per image and stamps it; a failed one stamps nothing; a check command
 //! that reports nothing pending stops and runs nothing. Stops wait on the fake clock.
 
+use super::run;
 use super::spec::SPEC;
-use super::{Host, run};
-use crate::ansible::driver::respond;
-use crate::systemd::{Job, Systemd};
 use crate::testing::sim::SimHost;
-use crate::testing::{FakeClock, FakePodman, FakeQuadlet, FakeRegistry};
+use crate::testing::{FakePodman, respond_on};
 use serde_json::{Value, json};
 
 /// app (on svc:1) and web, which requires it, both running.
@@ -20,27 +18,7 @@ struct Bed {
 impl Bed {
     fn new(rc: i64) -> Bed {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut sim = SimHost::new(dir.path().join("quadlet"));
-        std::fs::create_dir_all(&sim.quadlet_dir).expect("mkdir");
-        for name in ["app", "web"] {
-            let unit = sim.quadlet_dir.join(format!("{name}.container"));
-            std::fs::write(unit, "[Container]\nImage=svc:1\n").expect("write unit");
-        }
-        sim.add_image("svc:1", "img-1");
-        sim.props.insert(
-            "app.service".into(),
-            vec![("RequiredBy", "web.service".into())],
-        );
-        sim.props.insert(
-            "web.service".into(),
-            vec![
-                ("Requires", "app.service".into()),
-                ("After", "app.service".into()),
-            ],
-        );
-        let all = ["app.service".to_string(), "web.service".to_string()];
-        sim.enqueue(Job::Start, &all).expect("start");
-        sim.calls.lock().expect("calls").clear();
+        let sim = SimHost::with_dependency(dir.path().join("quadlet"), "app", "web");
         let mut podman = FakePodman {
             oneoff_rc: rc,
             ..FakePodman::default()
@@ -55,21 +33,7 @@ impl Bed {
         args["command"] = json!(["migrate"]);
         args["quadlet_dir"] = json!(self.sim.quadlet_dir);
         args["state_dir"] = json!(self.dir.path().join("state"));
-        let path = self.dir.path().join("args.json");
-        std::fs::write(&path, args.to_string()).expect("write args");
-        let (clock, registry, quadlet) = (
-            FakeClock::default(),
-            FakeRegistry::default(),
-            FakeQuadlet::default(),
-        );
-        let host = Host {
-            systemd: &self.sim,
-            podman: &self.podman,
-            registry: &registry,
-            clock: &clock,
-            quadlet: &quadlet,
-        };
-        respond(&SPEC, &path, |p, inv| run(p, inv, &host))
+        respond_on(&SPEC, self.dir.path(), &args, &self.sim, &self.podman, run).out
     }
 
     /// The stops and one-off runs since the last look.

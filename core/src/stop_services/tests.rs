@@ -4,7 +4,6 @@
 use super::spec::SPEC;
 use super::{Host, run};
 use crate::ansible::driver::respond;
-use crate::systemd::{Job, Systemd};
 use crate::testing::FakeClock;
 use crate::testing::sim::SimHost;
 use serde_json::{Value, json};
@@ -20,28 +19,8 @@ struct Bed {
 impl Bed {
     fn new(stuck: &[&str]) -> Bed {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut sim = SimHost::new(dir.path().join("quadlet"));
-        std::fs::create_dir_all(&sim.quadlet_dir).expect("mkdir");
-        for name in ["db", "app"] {
-            let unit = sim.quadlet_dir.join(format!("{name}.container"));
-            std::fs::write(unit, "[Container]\nImage=svc:1\n").expect("write unit");
-        }
-        sim.add_image("svc:1", "img-1");
-        sim.props.insert(
-            "db.service".into(),
-            vec![("RequiredBy", "app.service".into())],
-        );
-        sim.props.insert(
-            "app.service".into(),
-            vec![
-                ("Requires", "db.service".into()),
-                ("After", "db.service".into()),
-            ],
-        );
+        let mut sim = SimHost::with_dependency(dir.path().join("quadlet"), "db", "app");
         sim.stuck = stuck.iter().map(|s| s.to_string()).collect();
-        let all = ["db.service".to_string(), "app.service".to_string()];
-        sim.enqueue(Job::Start, &all).expect("start");
-        sim.calls.lock().expect("calls").clear();
         Bed {
             dir,
             sim,

@@ -57,6 +57,29 @@ impl SimHost {
         }
     }
 
+    /// `needed` and `dependent`, which requires it and starts after it, both running on the
+    /// image `svc:1` (ID `img-1`): container units in `quadlet_dir`.
+    pub fn with_dependency(quadlet_dir: PathBuf, needed: &str, dependent: &str) -> Self {
+        std::fs::create_dir_all(&quadlet_dir).expect("mkdir");
+        for name in [needed, dependent] {
+            let unit = quadlet_dir.join(format!("{name}.container"));
+            std::fs::write(unit, "[Container]\nImage=svc:1\n").expect("write unit");
+        }
+        let (needed, dependent) = (format!("{needed}.service"), format!("{dependent}.service"));
+        let mut sim = SimHost::new(quadlet_dir);
+        sim.add_image("svc:1", "img-1");
+        sim.props
+            .insert(needed.clone(), vec![("RequiredBy", dependent.clone())]);
+        sim.props.insert(
+            dependent.clone(),
+            vec![("Requires", needed.clone()), ("After", needed.clone())],
+        );
+        sim.enqueue(Job::Start, &[needed, dependent])
+            .expect("start");
+        sim.calls.lock().expect("calls").clear();
+        sim
+    }
+
     pub fn add_image(&self, reference: &str, id: &str) {
         let mut images = self.images.lock().expect("images");
         images.insert(reference.to_string(), id.to_string());
