@@ -385,12 +385,18 @@ mod tests {
             migrations,
             json!({"migrations": [{"unit": "app", "command": ["m"]}, {"command": ["m"]}]}),
         );
-        assert!(msg.contains("migrations[1].unit, migrations[1].image"), "{msg}");
+        assert!(
+            msg.contains("migrations[1].unit, migrations[1].image"),
+            "{msg}"
+        );
         let msg = refusal(
             flow,
             json!({"flow": "update", "stream": "1.0", "run_id": "r",
                    "migrations": [{"unit": "app", "image": "x:1", "command": ["m"]}]}),
         );
-        assert!(msg.contains("migrations[0].unit|migrations[0].image"), "{msg}");
+        assert!(
+            msg.contains("migrations[0].unit|migrations[0].image"),
+            "{msg}"
+        );
     }
 }

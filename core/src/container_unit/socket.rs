@@ -115,7 +115,8 @@ impl SocketFile {
     /// listening would start the service again.
     pub fn stop(&self, host: &Host) -> Result<(), UnitError> {
         if self.path.exists() {
-            host.systemd.run_job(Job::Stop, std::slice::from_ref(&self.unit))?;
+            host.systemd
+                .run_job(Job::Stop, std::slice::from_ref(&self.unit))?;
         }
         Ok(())
     }
