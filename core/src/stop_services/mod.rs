@@ -275,7 +275,9 @@ fn expand(
     while !frontier.is_empty() {
         let mut next = BTreeSet::new();
         for s in &frontier {
-            let members = s.list("ConsistsOf");
+            // A target's members, and a service's sockets, always go with it.
+            let mut members = s.list("ConsistsOf");
+            members.extend(s.list("TriggeredBy"));
             for d in order::dependents(s) {
                 if known.contains(&d) {
                     continue;

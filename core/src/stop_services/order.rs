@@ -27,19 +27,23 @@ pub fn start_order(units: &[UnitStatus]) -> Vec<String> {
     })
 }
 
-/// Stop order: the reverse of the start order, except that targets go last. Stopping a target
-/// first would let systemd stop all its members at once, out of refit's order.
+/// Stop order: the reverse of the start order, except that sockets go first and targets last.
+/// A socket still listening would start its service again at the next connection; stopping a
+/// target first would let systemd stop all its members at once, out of refit's order.
 pub fn stop_order(units: &[UnitStatus]) -> Vec<String> {
     let mut o = start_order(units);
     o.reverse();
     let (targets, rest): (Vec<String>, Vec<String>) =
         o.into_iter().partition(|u| u.ends_with(".target"));
-    rest.into_iter().chain(targets).collect()
+    let (sockets, rest): (Vec<String>, Vec<String>) =
+        rest.into_iter().partition(|u| u.ends_with(".socket"));
+    sockets.into_iter().chain(rest).chain(targets).collect()
 }
 
-/// The units that would go down with `s`: those that require it, bind to it, or are part of it.
+/// The units that would go down with `s`: those that require it, bind to it, or are part of it,
+/// and the sockets that would start it again.
 pub fn dependents(s: &UnitStatus) -> Vec<String> {
-    ["RequiredBy", "BoundBy", "ConsistsOf"]
+    ["RequiredBy", "BoundBy", "ConsistsOf", "TriggeredBy"]
         .iter()
         .flat_map(|k| s.list(k))
         .collect()
@@ -95,5 +99,31 @@ mod tests {
                 "stack.target"
             ]
         );
+    }
+
+    /// A socket starts before its service (systemd orders the service After= it) and stops
+    /// before it, so no connection starts the service again once it is stopped.
+    #[test]
+    fn sockets_start_before_and_stop_before_their_service() {
+        let units = [
+            unit(
+                "api.service",
+                &[
+                    ("After", "api.socket db.service"),
+                    ("TriggeredBy", "api.socket"),
+                ],
+            ),
+            unit("api.socket", &[]),
+            unit("db.service", &[]),
+        ];
+        assert_eq!(
+            start_order(&units),
+            ["api.socket", "db.service", "api.service"]
+        );
+        assert_eq!(
+            stop_order(&units),
+            ["api.socket", "api.service", "db.service"]
+        );
+        assert_eq!(dependents(&units[0]), ["api.socket"]);
     }
 }

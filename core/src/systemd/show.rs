@@ -23,6 +23,7 @@ pub const PROPERTIES: &[&str] = &[
     "ConsistsOf",
     "RequiredBy",
     "BoundBy",
+    "TriggeredBy",
     "After",
     "Before",
 ];
