@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Pulp testbed images offline and pushes them to the bed's registry:
 #   pulp-postgres:17   PostgreSQL 17 from Debian trixie
-#   pulp:3.121         pulpcore 3.121 (stream A)   pulp:3.121-r2  its rebuild (a z-stream: new digest)
+#   pulp:3.121         pulpcore 3.121 (stream A), also as pulp:3.121-r1; pulp:3.121-r2 is its
+#                      rebuild (a z-stream: a new digest), which a scenario moves the tag to
 #   pulp:3.122         pulpcore 3.122 (stream B, one more core migration than A)
 #   pulp:3.123         a broken next build of B: one more migration, then every service fails
 # Packages are downloaded on this host (PyPI wheels, trixie's .debs through apt in a throw-away
@@ -154,6 +155,7 @@ main() {
     fi
     push "$pg" pulp-postgres:17
     push "$a" "pulp:${STREAM_A%.*}"
+    push "$a" "pulp:${STREAM_A%.*}-r1"
     push "$a-r2" "pulp:${STREAM_A%.*}-r2"
     push "$b" "pulp:${STREAM_B%.*}"
     push "$broken" pulp:3.123
