@@ -6,7 +6,7 @@ is computed from what this script recorded: probe logs (bench/probe.py, every 20
 InvocationIDs before and after, podman events, and wall-clock timestamps. Nothing is typed by
 hand, and every wait is bounded.
 
-usage: bench.py [--quick] [--only refit|rolling|cost|foremanctl] OUT.md
+usage: bench.py [--quick] [--only refit|rolling|cost|foremanctl|socket] OUT.md
 The raw figures go to OUT.json beside the table.
 """
 import json
@@ -29,6 +29,7 @@ PLAYBOOKS = os.path.join(REPO, "bench/playbooks")
 SERVICES = ["db", "app", "api", "content", "worker@1", "worker@2", "worker@3"]
 sys.path.insert(0, os.path.join(REPO, "bench"))
 from downtime import downtime  # noqa: E402
+from socket_bench import render_socket, socket_contrast  # noqa: E402
 
 
 def log(msg):
@@ -297,6 +298,10 @@ def main():
             ["systemctl restart"] + [f"bench-worker@{i}.service" for i in (1, 2, 3, 4)])))
         sh(["ansible-playbook", os.path.join(PLAYBOOKS, "rolling.yml"), "-e", "bench_state=absent"])
 
+    if want("socket"):
+        log("scenario 5: z-stream with and without a socket, under the client probe")
+        results["socket"] = socket_contrast(sh, host, TB, RUN, BASE, reps)
+
     if want("foremanctl"):
         log("scenario 1 and 2, (a) the foremanctl way")
         prepare()
@@ -369,6 +374,8 @@ def render(r):
               f"| refit, max_parallel 1 | {r['roll_refit']['wall_s']:.2f} s | {r['roll_refit']['min_answering']} of 4 |",
               f"| (a) restart them all, as the migrate restart does | {r['roll_fm']['wall_s']:.2f} s | "
               f"{r['roll_fm']['min_answering']} of 4 |", ""]
+    if "socket" in r:
+        lines += render_socket(r["socket"]) + [""]
     return "\n".join(lines)
 
 
