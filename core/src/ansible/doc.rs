@@ -14,19 +14,20 @@ impl ModuleSpec {
     /// The `options:` block, as it stands in the sidecar (indented under `DOCUMENTATION:`).
     pub fn doc_options(&self) -> String {
         let mut out = format!("{}options:\n", " ".repeat(INDENT));
-        options(&mut out, self.options, INDENT + 2);
+        options(&mut out, self.options, self.options, INDENT + 2);
         out
     }
 }
 
-fn options(out: &mut String, list: &[OptionSpec], indent: usize) {
+/// `top` is the module's own options, which `O(...)` may link to.
+fn options(out: &mut String, top: &[OptionSpec], list: &[OptionSpec], indent: usize) {
     let pad = " ".repeat(indent);
     for o in list {
         out.push_str(&format!("{pad}{}:\n", o.name));
         out.push_str(&format!("{pad}  description:\n"));
         // A paragraph a line: Ansible shows each item of the list as one.
         for para in o.description.split('\n').filter(|p| !p.trim().is_empty()) {
-            let text = scalar(&markup(para.trim()));
+            let text = scalar(&links(&markup(para.trim()), top));
             out.push_str(&format!(
                 "{pad}    - {}\n",
                 wrap(&text, &format!("{pad}      "))
@@ -54,7 +55,7 @@ fn options(out: &mut String, list: &[OptionSpec], indent: usize) {
         }
         if !o.suboptions.is_empty() {
             out.push_str(&format!("{pad}  suboptions:\n"));
-            options(out, o.suboptions, indent + 4);
+            options(out, top, o.suboptions, indent + 4);
         }
     }
 }
@@ -70,6 +71,30 @@ fn markup(text: &str) -> String {
         out.push_str(part);
         open = !open;
     }
+    out
+}
+
+/// `O(x)` links to the option `x` of this module; a description shared with another module
+/// (a `units` entry in flow_state) may name one this module lacks, which is then plain code.
+fn links(text: &str, top: &[OptionSpec]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("O(") {
+        let (before, tail) = rest.split_at(i);
+        out.push_str(before);
+        let Some(end) = tail.find(')') else {
+            out.push_str(tail);
+            return out;
+        };
+        let inner = &tail[2..end];
+        let root = inner.split(['=', '[', '.']).next().unwrap_or_default();
+        let known = inner.contains('#') || top.iter().any(|o| o.name == root);
+        out.push_str(if known { "O(" } else { "C(" });
+        out.push_str(inner);
+        out.push(')');
+        rest = &tail[end + 1..];
+    }
+    out.push_str(rest);
     out
 }
 
@@ -143,10 +168,14 @@ mod tests {
             OptionSpec::new("state", Kind::Str, "`a` does this.\nC(b): that.")
                 .default(Default::Str("a"))
                 .choices(&["a", "b"]),
-            OptionSpec::new("items", Kind::List(Elem::Dict), "Several.")
-                .required()
-                .aliases(&["many"])
-                .suboptions(&SUB),
+            OptionSpec::new(
+                "items",
+                Kind::List(Elem::Dict),
+                "Several, by O(state=a) or O(gone).",
+            )
+            .required()
+            .aliases(&["many"])
+            .suboptions(&SUB),
         ];
         let spec = ModuleSpec {
             name: "m",
@@ -168,7 +197,7 @@ mod tests {
       choices: [a, b]
     items:
       description:
-        - Several.
+        - Several, by O(state=a) or C(gone).
       type: list
       elements: dict
       required: true
