@@ -9,7 +9,7 @@ GLIBC_CEILING := 2.28
 ZIG_OUT := target/x86_64-unknown-linux-gnu/release
 GALAXY := $(if $(wildcard $(VENV)/bin/ansible-galaxy),$(VENV)/bin/ansible-galaxy,ansible-galaxy)
 
-.PHONY: bench demo test collection docs changelog version notices modules glibc-check refitctl testbed-up testbed-down integration
+.PHONY: bench demo test collection docs changelog version notices modules sidecars glibc-check refitctl testbed-up testbed-down integration
 
 ## demo: the README's first command: a test host, deploy, z-stream update, upgrade, status, teardown
 demo:
@@ -38,6 +38,11 @@ modules: version
 	for m in $(MODULES); do install -m 0755 $(ZIG_OUT)/$$m plugins/modules/$$m; done
 	tools/sidecar_options.py plugins/modules $(MODULES)
 	$(MAKE) --no-print-directory glibc-check
+
+## sidecars: only the options of the sidecar docs, from a debug build of the modules (quicker than `modules`)
+sidecars:
+	cargo build -q -p refit-modules
+	tools/sidecar_options.py target/debug $(MODULES)
 
 ## glibc-check: fails when a binary (default: the modules) needs a glibc above GLIBC_CEILING
 GLIBC_CHECKED ?= $(addprefix plugins/modules/,$(MODULES))
