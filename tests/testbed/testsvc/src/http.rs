@@ -73,15 +73,7 @@ fn answer(mut conn: Box<dyn Conn>, body: &str) {
     let Some(head) = read_head(&mut conn) else {
         return;
     };
-    let found = head
-        .split(|&b| b == b'\r' || b == b'\n')
-        .next()
-        .and_then(|line| std::str::from_utf8(line).ok())
-        .is_some_and(|line| {
-            let mut words = line.split(' ');
-            words.next() == Some("GET") && words.next() == Some("/version")
-        });
-    let (status, body) = if found {
+    let (status, body) = if asks_for_version(&head) {
         ("200 OK", body)
     } else {
         ("404 Not Found", "not found\n")
@@ -91,6 +83,17 @@ fn answer(mut conn: Box<dyn Conn>, body: &str) {
         body.len()
     );
     let _ = conn.write_all(response.as_bytes());
+}
+
+/// Whether the request line is `GET /version ...`.
+fn asks_for_version(head: &[u8]) -> bool {
+    head.split(|&b| b == b'\r' || b == b'\n')
+        .next()
+        .and_then(|line| std::str::from_utf8(line).ok())
+        .is_some_and(|line| {
+            let mut words = line.split(' ');
+            words.next() == Some("GET") && words.next() == Some("/version")
+        })
 }
 
 /// The request up to its blank line; None when the client goes away or sends too much.
@@ -105,4 +108,19 @@ fn read_head(conn: &mut Box<dyn Conn>) -> Option<Vec<u8>> {
         head.extend_from_slice(&buf[..n]);
     }
     Some(head)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::asks_for_version;
+
+    #[test]
+    fn only_get_version_is_answered() {
+        assert!(asks_for_version(
+            b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n"
+        ));
+        assert!(!asks_for_version(b"GET /versions HTTP/1.1\r\n\r\n"));
+        assert!(!asks_for_version(b"POST /version HTTP/1.1\r\n\r\n"));
+        assert!(!asks_for_version(b"\xff\r\n\r\n"));
+    }
 }

@@ -39,7 +39,7 @@ fn main() -> ExitCode {
         _ => {}
     }
     signals::exit_on_term();
-    if let Err(message) = schema_check(&schema) {
+    if let Err(message) = schema_check(&schema, std::env::var("SCHEMA_FILE").ok().as_deref()) {
         eprintln!("{message}");
         return ExitCode::FAILURE;
     }
@@ -60,12 +60,12 @@ fn idle() -> ! {
 
 /// A "migrating" app refuses to start on a schema older than its own, which makes a missed
 /// migration visible as a failed start. A missing or unreadable file counts as schema 0.
-fn schema_check(schema: &str) -> Result<(), String> {
-    let Ok(file) = std::env::var("SCHEMA_FILE") else {
+fn schema_check(schema: &str, file: Option<&str>) -> Result<(), String> {
+    let Some(file) = file else {
         return Ok(());
     };
     let need: u64 = schema.trim().parse().unwrap_or(0);
-    let have: u64 = std::fs::read_to_string(&file)
+    let have: u64 = std::fs::read_to_string(file)
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(0);
@@ -75,4 +75,23 @@ fn schema_check(schema: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::schema_check;
+
+    #[test]
+    fn an_older_or_missing_schema_refuses_to_start() {
+        let dir = std::env::temp_dir().join(format!("testsvc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let file = dir.join("schema");
+        std::fs::write(&file, "2\n").expect("write");
+        let path = file.to_str().expect("utf-8 path");
+        assert_eq!(schema_check("2", Some(path)), Ok(()));
+        assert!(schema_check("3", Some(path)).is_err_and(|m| m.contains("run the migrations")));
+        assert!(schema_check("1", Some("/nonexistent/schema")).is_err());
+        assert_eq!(schema_check("9", None), Ok(()));
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
 }
