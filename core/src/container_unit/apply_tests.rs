@@ -2,10 +2,8 @@
 //! instances in health-gated batches of `max_parallel`, a canary, and a failure that rolls back
 //! every unit the run changed. Waits run on the fake clock.
 
-use super::run;
-use super::spec::SPEC;
-use crate::testing::respond_on;
-use crate::testing::sim::SimHost;
+use crate::testing::Responded;
+use crate::testing::sim::{self, SimHost};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -16,40 +14,14 @@ struct Bed {
     sim: SimHost,
 }
 
-/// What a run returned, and how much fake time it took.
-struct Ran {
-    out: Value,
-    fake: Duration,
-}
-
 impl Bed {
     fn new() -> Bed {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let sim = SimHost::new(dir.path().join("quadlet"));
-        sim.add_image(IMAGE, "img-a");
+        let (dir, sim) = sim::bed(IMAGE, "img-a");
         Bed { dir, sim }
     }
 
-    fn run(&self, args: Value) -> Ran {
-        let mut args = args;
-        let root = self.dir.path();
-        for (k, v) in [
-            ("quadlet_dir", json!(root.join("quadlet"))),
-            ("state_dir", json!(root.join("state"))),
-            ("systemd_dir", json!(root.join("systemd"))),
-            ("pull", json!("missing")),
-            ("min_healthy_time", json!(1000)),
-            ("timeout", json!(30)),
-        ] {
-            if args.get(k).is_none() {
-                args[k] = v;
-            }
-        }
-        let r = respond_on(&SPEC, root, &args, &self.sim, &self.sim, run);
-        Ran {
-            out: r.out,
-            fake: r.fake_time,
-        }
+    fn run(&self, args: Value) -> Responded {
+        sim::run_container_unit(self.dir.path(), &self.sim, args)
     }
 
     /// The jobs queued since the last look, as `VERB SERVICE`.
@@ -103,7 +75,11 @@ fn a_units_run_starts_dependencies_first_and_a_failure_rolls_back_what_it_change
     let pos = |s: &str| jobs.iter().position(|j| j.ends_with(s)).expect(s);
     assert!(pos("db.service") < pos("app.service"), "{jobs:?}");
     // Each of the two waited min_healthy_time on the fake clock; no real second passed.
-    assert!(ran.fake >= Duration::from_secs(2), "{:?}", ran.fake);
+    assert!(
+        ran.fake_time >= Duration::from_secs(2),
+        "{:?}",
+        ran.fake_time
+    );
     assert!(real.elapsed() < Duration::from_secs(2), "no real sleeps");
     let (db_a, app_a) = (bed.revision("db.service"), bed.revision("app.service"));
 
@@ -147,7 +123,11 @@ fn instances_go_in_batches_of_max_parallel_and_a_failed_batch_stops_the_rollout(
     let ran = bed.run(workers("a", json!({"max_parallel": 2})));
     assert_eq!(ran.out["failed"], json!(false), "{}", ran.out);
     // Two batches, each healthy for min_healthy_time before the next.
-    assert!(ran.fake >= Duration::from_secs(2), "{:?}", ran.fake);
+    assert!(
+        ran.fake_time >= Duration::from_secs(2),
+        "{:?}",
+        ran.fake_time
+    );
     let a = bed.revision("w@1.service");
     bed.jobs();
 

@@ -2,11 +2,8 @@
 //! that last converged comes back, text and image; and a rollback that cannot is never
 //! reported as done. Waits run on the fake clock, without sleeping.
 
-use super::run;
-use super::spec::SPEC;
 use crate::podman::Podman;
-use crate::testing::respond_on;
-use crate::testing::sim::SimHost;
+use crate::testing::sim::{self, SimHost};
 use serde_json::{Value, json};
 
 const IMAGE: &str = "127.0.0.1:5000/rb:1";
@@ -18,23 +15,15 @@ struct Bed {
 
 impl Bed {
     fn new() -> Bed {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let sim = SimHost::new(dir.path().join("quadlet"));
-        sim.add_image(IMAGE, "img-a");
+        let (dir, sim) = sim::bed(IMAGE, "img-a");
         Bed { dir, sim }
     }
 
     fn run(&self, args: Value) -> Value {
         let mut args = args;
-        let root = self.dir.path();
-        args["quadlet_dir"] = json!(root.join("quadlet"));
-        args["state_dir"] = json!(root.join("state"));
         args["name"] = json!("rb");
         args["image"] = json!(IMAGE);
-        args["pull"] = json!("missing");
-        args["min_healthy_time"] = json!(1000);
-        args["timeout"] = json!(30);
-        respond_on(&SPEC, root, &args, &self.sim, &self.sim, run).out
+        sim::run_container_unit(self.dir.path(), &self.sim, args).out
     }
 
     fn revision_of(&self, env: &str) -> String {

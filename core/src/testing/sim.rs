@@ -330,3 +330,35 @@ impl Podman for SimHost {
             .collect())
     }
 }
+
+/// A simulated host in a temp dir of its own, holding `image` as `id`.
+pub fn bed(image: &str, id: &str) -> (tempfile::TempDir, SimHost) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sim = SimHost::new(dir.path().join("quadlet"));
+    sim.add_image(image, id);
+    (dir, sim)
+}
+
+/// Runs container_unit on `sim` with `args`, filling in what they leave out: the dirs under
+/// `root`, `pull: missing`, a 1 s `min_healthy_time` and a 30 s `timeout`.
+pub fn run_container_unit(
+    root: &std::path::Path,
+    sim: &SimHost,
+    args: serde_json::Value,
+) -> super::Responded {
+    let mut args = args;
+    for (k, v) in [
+        ("quadlet_dir", serde_json::json!(root.join("quadlet"))),
+        ("state_dir", serde_json::json!(root.join("state"))),
+        ("systemd_dir", serde_json::json!(root.join("systemd"))),
+        ("pull", serde_json::json!("missing")),
+        ("min_healthy_time", serde_json::json!(1000)),
+        ("timeout", serde_json::json!(30)),
+    ] {
+        if args.get(k).is_none() {
+            args[k] = v;
+        }
+    }
+    let spec = &crate::container_unit::spec::SPEC;
+    super::respond_on(spec, root, &args, sim, sim, crate::container_unit::run)
+}
