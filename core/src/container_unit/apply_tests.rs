@@ -2,53 +2,18 @@
 //! instances in health-gated batches of `max_parallel`, a canary, and a failure that rolls back
 //! every unit the run changed. Waits run on the fake clock.
 
-use crate::testing::Responded;
-use crate::testing::sim::{self, SimHost};
+use crate::testing::sim::Bed;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 const IMAGE: &str = "127.0.0.1:5000/svc:1";
 
-struct Bed {
-    dir: tempfile::TempDir,
-    sim: SimHost,
-}
-
 impl Bed {
-    fn new() -> Bed {
-        let (dir, sim) = sim::bed(IMAGE, "img-a");
-        Bed { dir, sim }
-    }
-
-    fn run(&self, args: Value) -> Responded {
-        sim::run_container_unit(self.dir.path(), &self.sim, args)
-    }
-
-    /// The jobs queued since the last look, as `VERB SERVICE`.
-    fn jobs(&self) -> Vec<String> {
-        let mut calls = self.sim.calls.lock().expect("calls");
-        let jobs = calls
-            .iter()
-            .filter(|c| {
-                ["start ", "restart ", "stop "]
-                    .iter()
-                    .any(|v| c.starts_with(v))
-            })
-            .cloned()
-            .collect();
-        calls.clear();
-        jobs
-    }
-
-    fn revision(&self, service: &str) -> String {
-        self.sim.running(service).expect("it runs").0
-    }
-
-    /// The revision a unit of `env` V would have, from a check-mode run.
-    fn revision_of(&self, args: Value) -> String {
+    /// The revision the unit `args` describe would have, from a check-mode run.
+    fn revision_for(&self, args: Value) -> String {
         let mut args = args;
         args["_ansible_check_mode"] = json!(true);
-        let out = self.run(args).out;
+        let out = self.run_unit(args).out;
         let rev = out["revision"]["after"]
             .as_str()
             .expect("revision")
@@ -67,9 +32,9 @@ fn units(v: &str) -> Value {
 
 #[test]
 fn a_units_run_starts_dependencies_first_and_a_failure_rolls_back_what_it_changed() {
-    let bed = Bed::new();
+    let bed = Bed::new(IMAGE, "img-a");
     let real = Instant::now();
-    let ran = bed.run(units("a"));
+    let ran = bed.run_unit(units("a"));
     assert_eq!(ran.out["failed"], json!(false), "{}", ran.out);
     let jobs = bed.jobs();
     let pos = |s: &str| jobs.iter().position(|j| j.ends_with(s)).expect(s);
@@ -84,11 +49,11 @@ fn a_units_run_starts_dependencies_first_and_a_failure_rolls_back_what_it_change
     let (db_a, app_a) = (bed.revision("db.service"), bed.revision("app.service"));
 
     // b: db converges, then app's b crashes; app goes back, and so does db, changed before it.
-    let app_b = bed.revision_of(
+    let app_b = bed.revision_for(
         json!({"name": "app", "image": IMAGE, "env": {"V": "b"}, "depends_on": ["db"]}),
     );
     bed.sim.crash(&app_b);
-    let ran = bed.run(units("b"));
+    let ran = bed.run_unit(units("b"));
     assert_eq!(ran.out["failed"], json!(true), "{}", ran.out);
     assert_eq!(ran.out["rolled_back"], json!(true), "{}", ran.out);
     let msg = ran.out["msg"].as_str().unwrap_or_default();
@@ -119,8 +84,8 @@ fn workers(v: &str, extra: Value) -> Value {
 
 #[test]
 fn instances_go_in_batches_of_max_parallel_and_a_failed_batch_stops_the_rollout() {
-    let bed = Bed::new();
-    let ran = bed.run(workers("a", json!({"max_parallel": 2})));
+    let bed = Bed::new(IMAGE, "img-a");
+    let ran = bed.run_unit(workers("a", json!({"max_parallel": 2})));
     assert_eq!(ran.out["failed"], json!(false), "{}", ran.out);
     // Two batches, each healthy for min_healthy_time before the next.
     assert!(
@@ -131,9 +96,9 @@ fn instances_go_in_batches_of_max_parallel_and_a_failed_batch_stops_the_rollout(
     let a = bed.revision("w@1.service");
     bed.jobs();
 
-    let b = bed.revision_of(workers("b", json!({})));
+    let b = bed.revision_for(workers("b", json!({})));
     bed.sim.crash(&b);
-    let ran = bed.run(workers("b", json!({"max_parallel": 2})));
+    let ran = bed.run_unit(workers("b", json!({"max_parallel": 2})));
     assert_eq!(ran.out["failed"], json!(true), "{}", ran.out);
     let jobs = bed.jobs();
     assert!(
@@ -152,11 +117,14 @@ fn instances_go_in_batches_of_max_parallel_and_a_failed_batch_stops_the_rollout(
 
 #[test]
 fn a_canary_replaces_that_many_instances_and_holds_the_rest() {
-    let bed = Bed::new();
-    assert_eq!(bed.run(workers("a", json!({}))).out["failed"], json!(false));
+    let bed = Bed::new(IMAGE, "img-a");
+    assert_eq!(
+        bed.run_unit(workers("a", json!({}))).out["failed"],
+        json!(false)
+    );
     let a = bed.revision("w@1.service");
     bed.jobs();
-    let ran = bed.run(workers("b", json!({"canary": 1})));
+    let ran = bed.run_unit(workers("b", json!({"canary": 1})));
     assert_eq!(ran.out["failed"], json!(false), "{}", ran.out);
     assert_eq!(
         ran.out["held"],

@@ -3,27 +3,22 @@
 //! reported as done. Waits run on the fake clock, without sleeping.
 
 use crate::podman::Podman;
-use crate::testing::sim::{self, SimHost};
+use crate::testing::sim::Bed;
 use serde_json::{Value, json};
 
 const IMAGE: &str = "127.0.0.1:5000/rb:1";
 
-struct Bed {
-    dir: tempfile::TempDir,
-    sim: SimHost,
-}
-
 impl Bed {
-    fn new() -> Bed {
-        let (dir, sim) = sim::bed(IMAGE, "img-a");
-        Bed { dir, sim }
+    fn rb() -> Bed {
+        Bed::new(IMAGE, "img-a")
     }
 
+    /// container_unit on the unit `rb`.
     fn run(&self, args: Value) -> Value {
         let mut args = args;
         args["name"] = json!("rb");
         args["image"] = json!(IMAGE);
-        sim::run_container_unit(self.dir.path(), &self.sim, args).out
+        self.run_unit(args).out
     }
 
     fn revision_of(&self, env: &str) -> String {
@@ -73,7 +68,7 @@ fn assert_back_on_a(bed: &Bed, out: &Value, a: &str) {
 
 #[test]
 fn r22_a_unit_written_by_present_rolls_back_to_what_last_ran() {
-    let bed = Bed::new();
+    let bed = Bed::rb();
     let a = bed.with_a_running();
     let b = bed.revision_of("b");
     bed.sim.crash(&b);
@@ -89,7 +84,7 @@ fn r22_a_unit_written_by_present_rolls_back_to_what_last_ran() {
 
 #[test]
 fn r22_a_crash_looping_revision_started_directly_rolls_back() {
-    let bed = Bed::new();
+    let bed = Bed::rb();
     let a = bed.with_a_running();
     let b = bed.revision_of("b");
     bed.sim.crash(&b);
@@ -99,7 +94,7 @@ fn r22_a_crash_looping_revision_started_directly_rolls_back() {
 
 #[test]
 fn r22_an_image_only_update_that_fails_goes_back_to_the_old_image() {
-    let bed = Bed::new();
+    let bed = Bed::rb();
     let a = bed.with_a_running();
     // A new image under the same tag that crashes: the same text on img-b fails, and img-a
     // must come back under the tag.
@@ -116,7 +111,7 @@ fn r22_an_image_only_update_that_fails_goes_back_to_the_old_image() {
 
 #[test]
 fn r22_a_rollback_that_cannot_converge_says_how_it_stands() {
-    let bed = Bed::new();
+    let bed = Bed::rb();
     let a = bed.with_a_running();
     let b = bed.revision_of("b");
     bed.sim.crash(&b);
@@ -143,7 +138,7 @@ fn r22_a_rollback_that_cannot_converge_says_how_it_stands() {
 
 #[test]
 fn r22_a_rollback_whose_image_is_gone_is_not_reported_as_done() {
-    let bed = Bed::new();
+    let bed = Bed::rb();
     bed.with_a_running();
     let b = bed.revision_of("b");
     bed.sim.crash(&b);
@@ -160,7 +155,7 @@ fn r22_a_rollback_whose_image_is_gone_is_not_reported_as_done() {
 
 #[test]
 fn r22_a_first_install_that_fails_leaves_no_unit_behind() {
-    let bed = Bed::new();
+    let bed = Bed::rb();
     let b = bed.revision_of("b");
     bed.sim.crash(&b);
     let out = bed.run(json!({"env": {"V": "b"}, "state": "started"}));
@@ -176,7 +171,7 @@ fn r22_a_first_install_that_fails_leaves_no_unit_behind() {
 
 #[test]
 fn r22_a_state_and_a_health_refit_never_saw_do_not_break_observation() {
-    let mut bed = Bed::new();
+    let mut bed = Bed::rb();
     bed.sim.odd_state = Some("hibernating".into());
     let out = bed.run(json!({"env": {"V": "a"}, "state": "started", "timeout": 2}));
     let msg = out["msg"].as_str().unwrap_or_default();
@@ -184,7 +179,7 @@ fn r22_a_state_and_a_health_refit_never_saw_do_not_break_observation() {
     assert!(msg.contains("no running container"), "{msg}");
     assert!(!msg.contains("unknown variant"), "{msg}");
 
-    let mut bed = Bed::new();
+    let mut bed = Bed::rb();
     bed.sim.health = Some("degraded".into());
     let out = bed.run(json!({
         "env": {"V": "a"}, "state": "started", "timeout": 2,
@@ -200,7 +195,7 @@ fn r22_a_state_and_a_health_refit_never_saw_do_not_break_observation() {
 
 #[test]
 fn r13_a_dependency_that_failed_ends_the_wait_at_once_and_is_named() {
-    let mut bed = Bed::new();
+    let mut bed = Bed::rb();
     bed.sim
         .failed_dependency
         .insert("rb.service".into(), "db.service".into());
