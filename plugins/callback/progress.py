@@ -12,6 +12,9 @@ description:
   - Prints what each phase of a refit flow did for each host and service (pulled, written,
     restarted, migrated, converged, rolled back), with the time it took, and a line when a phase
     starts, so a long pull or health wait shows.
+  - A task's phase is the C(refit_phase_NAME) tag its phase's C(import_tasks) gives it in the
+    flow role (C(refit_phase_preflight), C(refit_phase_migrate), C(refit_phase_start),
+    C(refit_phase_verify), C(refit_phase_recover)); a task without one is in phase C(task).
   - Tasks that are not refit modules print only when they fail, or at C(-v).
   - It can also write every refit module result as JSON lines, for C(refitctl).
 author: refit developers (@refit)
