@@ -42,7 +42,7 @@ modules: version
 ## sidecars: only the options of the sidecar docs, from a debug build of the modules (quicker than `modules`)
 sidecars:
 	cargo build -q -p refit-modules
-	tools/sidecar_options.py target/debug $(MODULES)
+	tools/sidecar_options.py $${CARGO_TARGET_DIR:-target}/debug $(MODULES)
 
 ## glibc-check: fails when a binary (default: the modules) needs a glibc above GLIBC_CEILING
 GLIBC_CHECKED ?= $(addprefix plugins/modules/,$(MODULES))
