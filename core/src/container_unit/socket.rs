@@ -83,31 +83,32 @@ impl SocketFile {
         })
     }
 
-    /// Brings the running socket in line with the file, before the service starts. A replaced
-    /// socket cannot bind while the old service still holds its addresses, so the services
-    /// stop first (the only refused connections a socket change costs).
+    /// Brings the running socket in line with the file, before the services start. The socket
+    /// itself is started by the services' start (the unit `Wants=` it, see
+    /// `unit::socket::pull_in`). A socket whose text changed, or a new one beside a service that
+    /// runs without it, cannot bind while that service still holds the addresses: the services
+    /// stop first (the only refused connections a socket change costs), then the socket, and
+    /// the services' start brings it back as its file now says.
     pub fn converge(
         &self,
         host: &Host,
         written: Written,
         services: &[String],
     ) -> Result<bool, UnitError> {
-        let units = [self.unit.clone()];
         match written {
-            // Stopped by `prepare`, before its file went.
-            Written::Removed => Ok(true),
             Written::Replaced => {
                 host.systemd.run_job(Job::Stop, services)?;
-                host.systemd.run_job(Job::Restart, &units)?;
+                host.systemd
+                    .run_job(Job::Stop, std::slice::from_ref(&self.unit))?;
                 Ok(true)
             }
-            Written::Created | Written::Unchanged => {
-                if self.desired.is_some() {
-                    // Idempotent: a running socket stays as it is.
-                    host.systemd.run_job(Job::Start, &units)?;
-                }
+            Written::Created => {
+                host.systemd.run_job(Job::Stop, services)?;
                 Ok(false)
             }
+            // Stopped by `prepare`, before its file went.
+            Written::Removed => Ok(true),
+            Written::Unchanged => Ok(false),
         }
     }
 

@@ -216,7 +216,9 @@ fn target(
             })
             .map_err(super::render_error)?;
             super::links::check_install(&r.unit)?;
-            Some(Desired::from_unit(r.unit, r.image))
+            let mut unit = r.unit;
+            crate::unit::socket::pull_in(&mut unit, name.stem());
+            Some(Desired::from_unit(unit, r.image))
         }
     };
     let after = after_of(&u.options, desired.as_ref().map(|d| &d.unit));

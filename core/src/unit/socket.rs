@@ -131,6 +131,23 @@ impl SocketSpec {
     }
 }
 
+/// Makes a unit that carries a socket pull it in: a start of the service starts `STEM.socket`
+/// first, in the same transaction. refit never starts the socket on its own before the service:
+/// a client connecting in between would start the service by activation, and that start would
+/// pass for the one refit is about to ask for.
+pub fn pull_in(unit: &mut UnitFile, stem: &str) {
+    if unit.value("Unit", EMBED_KEY).is_none() {
+        return;
+    }
+    let socket = format!("{stem}.socket");
+    let s = unit.section_mut("Unit");
+    for key in ["Wants", "After"] {
+        if !s.entries.iter().any(|(k, v)| k == key && v == &socket) {
+            s.entries.push((key.into(), socket.clone()));
+        }
+    }
+}
+
 /// A YAML scalar as the text it reads as (`8080` and `"8080"` alike).
 fn scalar(v: &Value) -> String {
     match v {
@@ -224,6 +241,16 @@ mod tests {
         .expect("valid");
         let mut unit = UnitFile::parse("[Container]\nImage=a:1\n").expect("parses");
         spec.embed(&mut unit);
+        pull_in(&mut unit, "api");
+        pull_in(&mut unit, "api");
+        assert_eq!(
+            unit.values("Unit", "Wants").collect::<Vec<_>>(),
+            ["api.socket"]
+        );
+        assert_eq!(
+            unit.values("Unit", "After").collect::<Vec<_>>(),
+            ["api.socket"]
+        );
         let back = UnitFile::parse(&unit.render()).expect("parses back");
         let socket = socket_unit(&back, "api.service").expect("a socket");
         insta::assert_snapshot!(socket.render());
