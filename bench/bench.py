@@ -385,7 +385,7 @@ def render(r):
     for key, name in [("z_limit", "**the limit**: `systemctl restart`, image local"),
                       ("z_refit", "refit update (content's migration pending: stop, migrate, start)"),
                       ("z_refit_check", "refit update, migrations with a check command (nothing pending)"),
-                      ("z_fm", "(a) foremanctl way: pull-images + deploy"), ("z_naive", "(b) naive stop, pull, start"),
+                      ("z_fm", "(a) foremanctl way: pull-images, stop foreman.target, deploy"), ("z_naive", "(b) naive stop, pull, start"),
                       ("z_autoupdate", "(c) `podman auto-update`")]:
         z = r[key]
         others = sum(z["others_ms"].values())

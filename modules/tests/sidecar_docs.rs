@@ -225,6 +225,7 @@ fn samples(module: &str) -> Vec<serde_json::Value> {
                     pending: true,
                     msg: "pending".into(),
                 }]),
+                run_id: Some("update-20261201T000000.000000".into()),
                 ..flow_state::FlowStateResult::default()
             };
             vec![json(serde_json::to_value(&r))]

@@ -66,6 +66,15 @@ pub fn fetch(
         }
         return Ok(out);
     }
+    // The registry's digest is the one the local image was pulled as: a pull would bring
+    // nothing, and asking for the digest is a tenth of a pull's cost (a no-op update pulls
+    // every image). When the registry cannot say, the pull decides.
+    if policy == PullPolicy::Always
+        && local.is_some()
+        && matches!(newer_in_registry(host, &d.image), Ok(Some(false)))
+    {
+        return Ok(Fetched::default());
+    }
     // After a pull the old image loses every tag; a refit-owned tag keeps it findable for a
     // rollback and safe from `podman image prune`.
     if let Some(running) = obs.running_image_id() {

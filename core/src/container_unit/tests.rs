@@ -462,7 +462,10 @@ fn bad_socket_values_are_refused_before_the_host_is_touched() {
     ] {
         let out = bed.respond(args);
         assert_eq!(out["failed"], json!(true), "{out}");
-        assert!(out["msg"].as_str().is_some_and(|m| m.contains(says)), "{out}");
+        assert!(
+            out["msg"].as_str().is_some_and(|m| m.contains(says)),
+            "{out}"
+        );
     }
     assert!(bed.systemd.calls.lock().expect("calls").is_empty());
     assert!(bed.podman.calls.lock().expect("calls").is_empty());

@@ -163,6 +163,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowErro
     let report = Report {
         recorded_stream: recorded.clone(),
         stream: p.stream.clone(),
+        run_id: p.run_id.clone(),
         lease: leases.path().display().to_string(),
         ..Report::default()
     };

@@ -14,6 +14,9 @@ pub struct FlowStateResult {
     pub free_mb: Option<u64>,
     /// The lease file's path.
     pub lease: String,
+    /// The run this call acted for: later phases of the same run name it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     /// This run took the lease: its recovery may restore what it stopped.
     #[serde(default)]
     pub began: bool,
