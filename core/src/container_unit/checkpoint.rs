@@ -39,7 +39,7 @@ pub fn path(state: &StateDir, name: &str) -> Result<PathBuf, UnitError> {
     if !is_plain_name(name) {
         return Err(UnitError::BadCheckpoint(name.to_string()));
     }
-    Ok(state.path(&format!("checkpoints/{name}.json")))
+    Ok(state.checkpoint(name))
 }
 
 pub fn load(state: &StateDir, name: &str) -> Result<Checkpoint, UnitError> {
@@ -55,8 +55,9 @@ pub fn merge(state: &StateDir, name: &str, entries: Vec<(String, Entry)>) -> Res
         cp.units.entry(unit).or_insert(entry);
     }
     if cp.units.len() != before {
-        state.ensure("checkpoints")?;
-        write_json(&path(state, name)?, &cp, 0o600)?;
+        let path = path(state, name)?;
+        state.ensure_parent(&path)?;
+        write_json(&path, &cp, 0o600)?;
     }
     Ok(())
 }

@@ -42,7 +42,7 @@ impl SecretKey {
     /// The host's key; check mode on a host that never had one gets the placeholder, as
     /// nothing it names is created.
     pub fn load(state: &StateDir, create: bool) -> Result<Self, StateError> {
-        let path = state.path("secret-key");
+        let path = state.secret_key_file();
         match std::fs::read_to_string(&path) {
             Ok(text) => parse_key(&text).ok_or(StateError::Corrupt {
                 path,
@@ -158,7 +158,7 @@ struct Record {
 }
 
 fn record_path(state: &StateDir, t: &Target) -> std::path::PathBuf {
-    state.path(&format!("secrets/{}.json", t.name.file_name()))
+    state.unit_secrets(&t.name.file_name())
 }
 
 /// Makes every secret the target's desired revision needs exist, before anything is written
@@ -204,7 +204,7 @@ pub fn ensure(host: &Host, state: &StateDir, t: &Target, check: bool) -> Result<
     let excess = rec.names.len().saturating_sub(KEEP_NAMES);
     rec.names.drain(..excess);
     if rec != before {
-        state.ensure("secrets")?;
+        state.ensure_parent(&path)?;
         write_json(&path, &rec, 0o600)?;
     }
     Ok(())
@@ -242,7 +242,7 @@ fn prune(host: &Host, state: &StateDir, t: &Target) -> Result<Vec<String>, UnitE
 }
 
 fn checkpoint_texts(state: &StateDir, unit: &str) -> Result<Vec<String>, StateError> {
-    let dir = state.path("checkpoints");
+    let dir = state.checkpoints_dir();
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Ok(Vec::new());
     };

@@ -51,7 +51,7 @@ impl Leases {
     pub fn new(state: &StateDir) -> Self {
         Leases {
             state: state.clone(),
-            path: state.path("flow-lease.json"),
+            path: state.lease_file(),
         }
     }
 
@@ -79,7 +79,7 @@ impl Leases {
     pub fn quiet_for(&self) -> Option<Duration> {
         let m = self
             .state
-            .path("lock")
+            .lock_file()
             .symlink_metadata()
             .ok()?
             .modified()

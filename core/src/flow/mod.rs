@@ -28,6 +28,25 @@ pub use lease::{Lease, Leases, Taken};
 
 pub use stream::{PathError, check_upgrade};
 
+/// The flow a run is: what the lease, the checkpoint and the stop record are named after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Flow {
+    Deploy,
+    Update,
+    Upgrade,
+}
+
+impl Flow {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Flow::Deploy => "deploy",
+            Flow::Update => "update",
+            Flow::Upgrade => "upgrade",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
@@ -40,7 +59,7 @@ pub enum Action {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Params {
     pub action: Action,
-    pub flow: Option<String>,
+    pub flow: Option<Flow>,
     pub stream: Option<String>,
     #[serde(default)]
     pub streams: Vec<String>,
@@ -147,6 +166,8 @@ struct Context<'a> {
     stream_path: PathBuf,
     recorded: Option<String>,
     lease: Option<Lease>,
+    /// The flow, when the action names one (begin and finish must).
+    kind: Option<Flow>,
     flow: String,
     stream: String,
     run_id: String,
@@ -155,7 +176,7 @@ struct Context<'a> {
 pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowError> {
     let state = StateDir::new(&p.state_dir);
     let leases = Leases::new(&state);
-    let stream_path = state.path("stream");
+    let stream_path = state.stream_file();
     let recorded = read_optional(&stream_path)?
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty());
@@ -169,7 +190,8 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowErro
     };
     let cx = Context {
         p: &p,
-        flow: p.flow.clone().unwrap_or_default(),
+        kind: p.flow,
+        flow: p.flow.map(Flow::as_str).unwrap_or_default().to_string(),
         stream: p.stream.clone().unwrap_or_default(),
         run_id: p.run_id.clone().unwrap_or_default(),
         state,
@@ -248,12 +270,12 @@ fn begin(
         cx.leases.quiet_for(),
         grace,
     )?;
-    if flow != "upgrade"
+    if cx.kind != Some(Flow::Upgrade)
         && let Some(r) = &cx.recorded
         && r != stream
     {
         return Err(FlowError::StreamChange {
-            flow: if flow == "update" {
+            flow: if cx.kind == Some(Flow::Update) {
                 "n update".into()
             } else {
                 " deploy".into()
@@ -262,7 +284,7 @@ fn begin(
             stream: stream.clone(),
         });
     }
-    if flow == "upgrade" {
+    if cx.kind == Some(Flow::Upgrade) {
         let from = cx
             .lease
             .as_ref()
@@ -293,7 +315,7 @@ fn begin(
         return Ok(Outcome::new(false, msg).with_data(&report));
     }
     // From here on the host may be changed; a failure says whether it was, for recovery.
-    let checkpoint = cx.state.path(&format!("checkpoints/{flow}.json"));
+    let checkpoint = cx.state.checkpoint(flow);
     let planned = match plan::make(p, inv, host, flow) {
         Ok(planned) => planned,
         Err(e) => {
@@ -410,9 +432,9 @@ fn finish(cx: &Context, inv: &Invocation) -> Result<(), FlowError> {
         0o644,
     )?;
     // The run is done; the checkpoint of how things were before it is no longer needed.
-    remove_file(&cx.state.path(&format!("checkpoints/{flow}.json")))?;
+    remove_file(&cx.state.checkpoint(flow))?;
     // What this run stopped is running again; a later recovery must not restart it.
-    remove_file(&cx.state.path(&format!("stops/{flow}.json")))?;
+    remove_file(&cx.state.stop_record(flow))?;
     remove_file(leases.path())?;
     Ok(())
 }

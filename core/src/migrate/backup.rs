@@ -121,7 +121,7 @@ impl Backup {
 
 /// The list of this run's backups, under the stop record's name.
 fn list_path(state: &StateDir, record: &str) -> PathBuf {
-    state.path(&format!("backups/restore-{record}.json"))
+    state.backup_restore_list(record)
 }
 
 /// Before a run's first stop: a list left by an earlier run that finished (its stop record is
@@ -149,7 +149,7 @@ pub fn take(
     timeout: Duration,
 ) -> Result<Taken, BackupError> {
     let t0 = Instant::now();
-    let stream_dir = state.ensure(&format!("backups/{}", b.stream))?;
+    let stream_dir = state.ensure_parent(&state.backups_dir(&b.stream).join("record"))?;
     let dir = new_dir(&stream_dir, source)?;
     let env: Vec<String> = b
         .env

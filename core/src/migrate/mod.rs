@@ -282,7 +282,7 @@ fn judge(
         .and_then(|u| p.images.get(u.trim_end_matches(".container")));
     let mut oneoff = source::oneoff(m, &p.quadlet_dir, coming.map(String::as_str))?;
     let key = stamp_key(&oneoff.source, &m.command);
-    let stamp_path = state.path(&format!("migrations/{key}.json"));
+    let stamp_path = state.migration_stamp(&key);
     let mut report = Report {
         unit: m.unit.clone(),
         stamp: stamp_path.display().to_string(),
@@ -604,7 +604,7 @@ fn load_stamp(path: &std::path::Path) -> Result<Option<Stamp>, StateError> {
 }
 
 fn save_stamp(state: &StateDir, path: &std::path::Path, stamp: &Stamp) -> Result<(), StateError> {
-    state.ensure("migrations")?;
+    state.ensure_parent(path)?;
     write_json(path, stamp, 0o600)
 }
 

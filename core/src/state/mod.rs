@@ -15,6 +15,14 @@ use std::path::{Path, PathBuf};
 
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/refit";
 
+// The directories under the state dir, named once.
+const CHECKPOINTS: &str = "checkpoints";
+const STOPS: &str = "stops";
+const MIGRATIONS: &str = "migrations";
+const SECRETS: &str = "secrets";
+const BACKUPS: &str = "backups";
+const UNITS: &str = "units";
+
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
     #[error("cannot {action} {path}: {source}; check the state dir is writable, or set state_dir")]
@@ -60,8 +68,73 @@ impl StateDir {
         &self.root
     }
 
-    pub fn path(&self, rel: &str) -> PathBuf {
+    fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel)
+    }
+
+    /// The stream the last finished flow reached.
+    pub fn stream_file(&self) -> PathBuf {
+        self.path("stream")
+    }
+
+    /// The run lease of an unfinished flow.
+    pub fn lease_file(&self) -> PathBuf {
+        self.path("flow-lease.json")
+    }
+
+    /// The lock every module takes while it works; its mtime says when one last did.
+    pub fn lock_file(&self) -> PathBuf {
+        self.path("lock")
+    }
+
+    /// The key secret values are hashed with, so a changed secret changes a revision.
+    pub fn secret_key_file(&self) -> PathBuf {
+        self.path("secret-key")
+    }
+
+    /// The podman secrets a unit's revisions use.
+    pub fn unit_secrets(&self, unit_file: &str) -> PathBuf {
+        self.path(&format!("{SECRETS}/{unit_file}.json"))
+    }
+
+    /// Every checkpoint: how a flow's units were before it changed them.
+    pub fn checkpoints_dir(&self) -> PathBuf {
+        self.path(CHECKPOINTS)
+    }
+
+    /// A flow's checkpoint. `name` must be a plain name (`is_plain_name`).
+    pub fn checkpoint(&self, name: &str) -> PathBuf {
+        self.path(&format!("{CHECKPOINTS}/{name}.json"))
+    }
+
+    /// What a flow (or a `stop_services` record) stopped, to start again.
+    pub fn stop_record(&self, name: &str) -> PathBuf {
+        self.path(&format!("{STOPS}/{name}.json"))
+    }
+
+    /// A migration's stamp: it ran, or was not pending, for one image.
+    pub fn migration_stamp(&self, key: &str) -> PathBuf {
+        self.path(&format!("{MIGRATIONS}/{key}.json"))
+    }
+
+    /// The backups taken for one stream.
+    pub fn backups_dir(&self, stream: &str) -> PathBuf {
+        self.path(&format!("{BACKUPS}/{stream}"))
+    }
+
+    /// The backups an unfinished run took, which its recovery restores.
+    pub fn backup_restore_list(&self, record: &str) -> PathBuf {
+        self.path(&format!("{BACKUPS}/restore-{record}.json"))
+    }
+
+    /// Creates the directory a path of this state dir lives in, refusing symlinks on the way.
+    pub fn ensure_parent(&self, path: &Path) -> Result<PathBuf, StateError> {
+        let sub = path
+            .parent()
+            .and_then(|d| d.strip_prefix(&self.root).ok())
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        self.ensure(&sub)
     }
 
     /// Creates the dir and `sub` under it, refusing symlinks on the way.
@@ -85,15 +158,15 @@ impl StateDir {
     /// Takes the run lock; a second run meets a clear error naming the holder.
     pub fn lock(&self, holder: &str) -> Result<Lock, StateError> {
         self.ensure("")?;
-        Ok(Lock::acquire(&self.root.join("lock"), holder)?)
+        Ok(Lock::acquire(&self.lock_file(), holder)?)
     }
 
     pub fn unit_history(&self, unit_file: &str) -> Result<UnitHistory, StateError> {
-        UnitHistory::load(&self.root.join("units").join(format!("{unit_file}.json")))
+        UnitHistory::load(&self.root.join(UNITS).join(format!("{unit_file}.json")))
     }
 
     pub fn save_unit_history(&self, unit_file: &str, h: &UnitHistory) -> Result<(), StateError> {
-        let dir = self.ensure("units")?;
+        let dir = self.ensure(UNITS)?;
         h.save(&dir.join(format!("{unit_file}.json")))
     }
 }

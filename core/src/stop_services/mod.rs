@@ -188,7 +188,7 @@ pub fn record_path(state: &StateDir, name: &str) -> Result<std::path::PathBuf, S
     if !is_plain_name(name) {
         return Err(StopError::BadRecord(name.to_string()));
     }
-    Ok(state.path(&format!("stops/{name}.json")))
+    Ok(state.stop_record(name))
 }
 
 /// What a stop did: the whole set in stop order, what was stopped and what was not running.
@@ -235,7 +235,7 @@ pub fn stop_set(
             }
         }
         rec.recorded_at = crate::time::now_rfc3339();
-        state.ensure("stops")?;
+        state.ensure_parent(record_path)?;
         save_record(record_path, &rec)?;
         one_by_one(host, &active, Job::Stop, start, deadline)?;
     }
