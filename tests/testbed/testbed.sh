@@ -177,7 +177,8 @@ EOF
 
 stop_registry() {
     # A paused registry takes no TERM until it runs again.
-    [ -f "$RUN/registry.pid" ] && kill -CONT "$(cat "$RUN/registry.pid")" 2> /dev/null
+    # A pid file whose process is gone (it died, or a reboot) is only removed.
+    if [ -f "$RUN/registry.pid" ]; then kill -CONT "$(cat "$RUN/registry.pid")" 2> /dev/null || true; fi
     stop_pidfile "$RUN/registry.pid"
 }
 
