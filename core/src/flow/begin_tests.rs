@@ -5,10 +5,8 @@
 
 use super::run;
 use super::spec::SPEC;
-use crate::ansible::driver::respond;
-use crate::host::Host;
+use crate::testing::respond_on;
 use crate::testing::sim::SimHost;
-use crate::testing::{FakeClock, FakeQuadlet, FakeRegistry};
 use serde_json::{Value, json};
 
 const IMAGE: &str = "127.0.0.1:5000/app:1";
@@ -27,26 +25,11 @@ impl Bed {
     }
 
     fn respond(&self, spec: &'static crate::ansible::ModuleSpec, args: Value) -> Value {
-        let path = self.dir.path().join("args.json");
-        std::fs::write(&path, args.to_string()).expect("write args");
-        let (clock, registry, quadlet) = (
-            FakeClock::default(),
-            FakeRegistry::default(),
-            FakeQuadlet::default(),
-        );
-        let host = Host {
-            systemd: &self.sim,
-            podman: &self.sim,
-            registry: &registry,
-            clock: &clock,
-            quadlet: &quadlet,
-        };
+        let (dir, sim) = (self.dir.path(), &self.sim);
         if spec.name == "flow_state" {
-            respond(spec, &path, |p, inv| run(p, inv, &host))
+            respond_on(spec, dir, &args, sim, sim, run).out
         } else {
-            respond(spec, &path, |p, inv| {
-                crate::container_unit::run(p, inv, &host)
-            })
+            respond_on(spec, dir, &args, sim, sim, crate::container_unit::run).out
         }
     }
 
