@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Creates a Pulp file repository every 100 ms through the REST API until STOP_FILE exists (or
 MAX_SECONDS pass), and appends the name of each one the API acknowledged (201) to ACKED, one a
 line, flushed at once. Failed requests (the API down during a restart) are counted, not retried.
