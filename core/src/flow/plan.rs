@@ -46,20 +46,21 @@ pub fn wanted(p: &Params) -> bool {
 }
 
 fn unit_params(p: &Params, flow: &str) -> Result<container_unit::Params, FlowError> {
-    let args = object(json!({
-        "units": p.units,
-        "state": "present",
-        "pull": p.pull,
-        "timeout": p.timeout,
-        // The checkpoint of how every unit was before this run, which recovery restores.
-        "checkpoint": flow,
-        "quadlet_dir": p.quadlet_dir,
-        "systemd_dir": p.systemd_dir,
-        "state_dir": p.state_dir,
-        "podman_socket": p.podman_socket,
-    }));
-    let params = validate(&container_unit::spec::SPEC, &args)?;
-    serde_json::from_value(Value::Object(params)).map_err(|e| FlowError::Params(e.to_string()))
+    through_spec(
+        &container_unit::spec::SPEC,
+        json!({
+            "units": p.units,
+            "state": "present",
+            "pull": p.pull,
+            "timeout": p.timeout,
+            // The checkpoint of how every unit was before this run, which recovery restores.
+            "checkpoint": flow,
+            "quadlet_dir": p.quadlet_dir,
+            "systemd_dir": p.systemd_dir,
+            "state_dir": p.state_dir,
+            "podman_socket": p.podman_socket,
+        }),
+    )
 }
 
 fn migrate_params(p: &Params, flow: &str) -> Result<migrate::Params, FlowError> {
@@ -73,25 +74,31 @@ fn migrate_params(p: &Params, flow: &str) -> Result<migrate::Params, FlowError> 
             ))
         })
         .collect();
-    let args = object(json!({
-        "migrations": p.migrations,
-        "images": images,
-        "stop_first": true,
-        "stop_record": flow,
-        "timeout": p.timeout,
-        "quadlet_dir": p.quadlet_dir,
-        "state_dir": p.state_dir,
-        "podman_socket": p.podman_socket,
-    }));
-    let params = validate(&migrate::spec::SPEC, &args)?;
-    serde_json::from_value(Value::Object(params)).map_err(|e| FlowError::Params(e.to_string()))
+    through_spec(
+        &migrate::spec::SPEC,
+        json!({
+            "migrations": p.migrations,
+            "images": images,
+            "stop_first": true,
+            "stop_record": flow,
+            "timeout": p.timeout,
+            "quadlet_dir": p.quadlet_dir,
+            "state_dir": p.state_dir,
+            "podman_socket": p.podman_socket,
+        }),
+    )
 }
 
-fn object(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
+/// Another module's parameters, judged by that module's own spec (its defaults filled in).
+fn through_spec<T: serde::de::DeserializeOwned>(
+    spec: &crate::ansible::ModuleSpec,
+    args: Value,
+) -> Result<T, FlowError> {
+    let Value::Object(args) = args else {
+        return Err(FlowError::Params("not an object".into()));
+    };
+    let params = validate(spec, &args)?;
+    serde_json::from_value(Value::Object(params)).map_err(|e| FlowError::Params(e.to_string()))
 }
 
 /// Judges the units and migrations without touching the host.
