@@ -3,7 +3,8 @@
 `GET /version`, each on its own thread so a request waiting in a backlog delays no other.
 
 Each request ends as ok (HTTP 200, with its latency from connect to the last byte), refused
-(the connect was refused: nothing listened), or failed (reset, timed out, or not a 200).
+(the connect was refused: nothing listened), or failed (reset, timed out, or not a 200; the
+summary counts the failures by cause, so a failed run says what went wrong).
 Bounded: it stops starting requests after MAX_S seconds or when STOP_FILE appears, and waits
 at most TIMEOUT_S for those in flight. Writes OUT as JSON: one summary per port.
 
@@ -24,14 +25,14 @@ REQUEST = b"GET /version HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"
 
 
 def request(port: int) -> tuple[str, float, str]:
-    """(outcome, latency ms, version) of one request."""
+    """(outcome, latency ms, version) of one request; for a failure the version says why."""
     t0 = time.monotonic()
     try:
         s = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S)
     except ConnectionRefusedError:
         return "refused", (time.monotonic() - t0) * 1000, ""
-    except OSError:
-        return "failed", (time.monotonic() - t0) * 1000, ""
+    except OSError as e:
+        return "failed", (time.monotonic() - t0) * 1000, f"connect: {type(e).__name__}"
     try:
         with s:
             s.settimeout(max(0.1, TIMEOUT_S - (time.monotonic() - t0)))
@@ -39,12 +40,14 @@ def request(port: int) -> tuple[str, float, str]:
             data = b""
             while chunk := s.recv(4096):
                 data += chunk
-    except OSError:
-        return "failed", (time.monotonic() - t0) * 1000, ""
+    except OSError as e:
+        return "failed", (time.monotonic() - t0) * 1000, type(e).__name__
     ms = (time.monotonic() - t0) * 1000
     head, _, body = data.partition(b"\r\n\r\n")
+    if not data:
+        return "failed", ms, "closed without an answer"
     if not head.startswith(b"HTTP/1.") or b" 200 " not in head.split(b"\r\n")[0] + b" ":
-        return "failed", ms, ""
+        return "failed", ms, "not a 200"
     return "ok", ms, body.decode(errors="replace").strip()
 
 
@@ -79,9 +82,12 @@ class Port:
             return round(lat[min(len(lat) - 1, int(p * len(lat)))], 1) if lat else 0.0
 
         versions: dict[str, int] = {}
+        failures: dict[str, int] = {}
         for _, o, _, v in rs:
             if o == "ok":
                 versions[v] = versions.get(v, 0) + 1
+            elif o == "failed":
+                failures[v] = failures.get(v, 0) + 1
         last_ok = [v for _, o, _, v in rs if o == "ok"]
         # The longest run of requests that did not succeed, as the time between its first and
         # the next success: what a client retrying every INTERVAL would call the outage.
@@ -97,6 +103,7 @@ class Port:
             "ok": len(lat),
             "refused": sum(o == "refused" for _, o, _, _ in rs),
             "failed": sum(o == "failed" for _, o, _, _ in rs),
+            "failures": failures,
             "skipped": self.skipped,
             "p50_ms": pct(0.50),
             "p99_ms": pct(0.99),

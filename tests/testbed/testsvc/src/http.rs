@@ -1,53 +1,96 @@
 //! Just enough HTTP/1.0: GET /version answers VERSION, anything else 404. One thread per
-//! listener accepts, one per connection answers, so a slow client holds up no other.
+//! listener accepts, one per connection answers, so a slow client holds up no other. A
+//! SIGTERM stops the accepting and lets the answers in flight finish (a graceful shutdown);
+//! what waits in a socket-activated listener's backlog stays there for the next revision.
 
 use crate::listen::Listener;
-use std::io::{Read, Write};
+use crate::signals;
+use std::io::{ErrorKind, Read, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 /// How long a client may take to send its request head.
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_HEAD: usize = 8192;
+/// How often an idle accept loop looks for a stop.
+const STOP_POLL: Duration = Duration::from_millis(20);
+/// The longest a stop waits for answers in flight: a client slower than its read timeout is
+/// not worth more.
+const DRAIN_LIMIT: Duration = READ_TIMEOUT;
 
 pub fn serve(listeners: Vec<Listener>, version: &str) -> ExitCode {
+    signals::drain_on_term();
     let body: Arc<str> = Arc::from(format!("{version}\n"));
+    let in_flight = Arc::new(AtomicUsize::new(0));
     let threads: Vec<_> = listeners
         .into_iter()
         .map(|listener| {
             let body = Arc::clone(&body);
-            std::thread::spawn(move || accept_loop(listener, &body))
+            let in_flight = Arc::clone(&in_flight);
+            std::thread::spawn(move || accept_loop(&listener, &body, &in_flight))
         })
         .collect();
     for t in threads {
         let _ = t.join();
     }
-    eprintln!("every listener failed");
-    ExitCode::FAILURE
+    if !signals::terminating() {
+        eprintln!("every listener failed");
+        return ExitCode::FAILURE;
+    }
+    let deadline = Instant::now() + DRAIN_LIMIT;
+    while in_flight.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    eprintln!(
+        "stopped: {} answer(s) cut short",
+        in_flight.load(Ordering::SeqCst)
+    );
+    ExitCode::SUCCESS
 }
 
-fn accept_loop(listener: Listener, body: &Arc<str>) {
-    loop {
-        let conn: Box<dyn Conn> = match &listener {
-            Listener::Tcp(l) => match l.accept() {
-                Ok((s, _)) => Box::new(s),
-                Err(e) => {
-                    eprintln!("accept: {e}");
-                    continue;
-                }
-            },
-            Listener::Unix(l) => match l.accept() {
-                Ok((s, _)) => Box::new(s),
-                Err(e) => {
-                    eprintln!("accept: {e}");
-                    continue;
-                }
-            },
+fn accept_loop(listener: &Listener, body: &Arc<str>, in_flight: &Arc<AtomicUsize>) {
+    if let Err(e) = listener.set_nonblocking() {
+        eprintln!("listener: {e}");
+        return;
+    }
+    while !signals::terminating() {
+        if !listener.readable(STOP_POLL) {
+            continue;
+        }
+        let conn = match accept(listener) {
+            Ok(conn) => conn,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
+            Err(e) => {
+                eprintln!("accept: {e}");
+                continue;
+            }
         };
         let body = Arc::clone(body);
-        std::thread::spawn(move || answer(conn, &body));
+        let in_flight = Arc::clone(in_flight);
+        in_flight.fetch_add(1, Ordering::SeqCst);
+        std::thread::spawn(move || {
+            answer(conn, &body);
+            in_flight.fetch_sub(1, Ordering::SeqCst);
+        });
     }
+}
+
+/// One connection, blocking again (an accepted socket must not inherit the listener's mode).
+fn accept(listener: &Listener) -> std::io::Result<Box<dyn Conn>> {
+    Ok(match listener {
+        Listener::Tcp(l) => {
+            let (s, _) = l.accept()?;
+            s.set_nonblocking(false)?;
+            Box::new(s)
+        }
+        Listener::Unix(l) => {
+            let (s, _) = l.accept()?;
+            s.set_nonblocking(false)?;
+            Box::new(s)
+        }
+    })
 }
 
 trait Conn: Read + Write + Send {

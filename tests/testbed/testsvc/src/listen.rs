@@ -4,14 +4,57 @@
 #![allow(unsafe_code)]
 
 use std::net::TcpListener;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixListener;
+use std::time::Duration;
 
 const FIRST_FD: RawFd = 3;
 
 pub enum Listener {
     Tcp(TcpListener),
     Unix(UnixListener),
+}
+
+impl Listener {
+    /// Non-blocking, so an accept after `readable` never hangs when another process sharing
+    /// the socket (the next revision, in a restart) took the connection first.
+    pub fn set_nonblocking(&self) -> std::io::Result<()> {
+        match self {
+            Listener::Tcp(l) => l.set_nonblocking(true),
+            Listener::Unix(l) => l.set_nonblocking(true),
+        }
+    }
+
+    /// Whether a connection waits, after at most `timeout`: a poll(2), so the accept loop
+    /// wakes at once for a client and at least every `timeout` to look for a stop.
+    pub fn readable(&self, timeout: Duration) -> bool {
+        let fd = match self {
+            Listener::Tcp(l) => l.as_raw_fd(),
+            Listener::Unix(l) => l.as_raw_fd(),
+        };
+        let mut pfd = PollFd {
+            fd,
+            events: POLLIN,
+            revents: 0,
+        };
+        let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+        // SAFETY: one valid pollfd, owned by this frame for the length of the call.
+        let n = unsafe { poll(&mut pfd, 1, ms) };
+        n > 0 && pfd.revents & POLLIN != 0
+    }
+}
+
+const POLLIN: i16 = 1;
+
+#[repr(C)]
+struct PollFd {
+    fd: RawFd,
+    events: i16,
+    revents: i16,
+}
+
+unsafe extern "C" {
+    fn poll(fds: *mut PollFd, nfds: u64, timeout: i32) -> i32;
 }
 
 pub fn listeners(port: &str) -> std::io::Result<Vec<Listener>> {
