@@ -197,6 +197,19 @@ pub fn take(
     Ok(taken)
 }
 
+/// Whether `restore` has a backup of this unfinished run to put back.
+pub fn has_restore(
+    state: &StateDir,
+    record: &str,
+    stop_record: &Path,
+) -> Result<bool, BackupError> {
+    if !stop_record.exists() {
+        return Ok(false);
+    }
+    let list: Vec<Listed> = read_json(&list_path(state, record))?.unwrap_or_default();
+    Ok(!list.is_empty())
+}
+
 /// Restores this run's backups, newest first, when its stop record says the run is still
 /// unfinished; returns what it restored. A restored list is removed, so it is restored once.
 pub fn restore(
@@ -396,7 +409,8 @@ mod tests {
         fn set_unfinished(&self, unfinished: bool) {
             if unfinished {
                 std::fs::create_dir_all(self.stop_record().parent().expect("dir")).expect("mkdir");
-                std::fs::write(self.stop_record(), "{}").expect("write");
+                let record = r#"{"active_before": ["api.service"], "recorded_at": "t"}"#;
+                std::fs::write(self.stop_record(), record).expect("write");
             } else {
                 let _ = std::fs::remove_file(self.stop_record());
             }

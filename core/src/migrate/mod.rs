@@ -49,6 +49,8 @@ pub struct Params {
     pub images: std::collections::HashMap<String, String>,
     pub stop_first: bool,
     #[serde(default)]
+    pub start_after: bool,
+    #[serde(default)]
     pub restore: bool,
     pub stop_record: String,
     pub timeout: u64,
@@ -91,6 +93,8 @@ pub enum MigrateError {
     BackupNeedsStop,
     #[error("stop_first needs `unit`: with only an image there is no service to stop")]
     StopNeedsUnit,
+    #[error("start_after needs stop_first: true; without it nothing is stopped to start again")]
+    StartNeedsStop,
     #[error(
         "{origin}: the podman secret {secret} its unit needs is gone; deploy the unit again (container_unit with its secret_env) first"
     )]
@@ -123,6 +127,9 @@ impl MigrateError {
 
 /// Checks every parameter of every migration, before the host is touched.
 pub fn validate(p: &Params) -> Result<(), MigrateError> {
+    if p.start_after && !p.stop_first {
+        return Err(MigrateError::StartNeedsStop);
+    }
     let list = if p.migrations.is_empty() {
         std::slice::from_ref(&p.one)
     } else {
@@ -461,10 +468,6 @@ fn run_one(
     backup::forget_finished(state, &p.stop_record, &stop_record)?;
     if p.stop_first {
         // Pending, so the service and what needs it stop before the schema changes under them.
-        let stop_host = crate::stop_services::Host {
-            systemd: host.systemd,
-            clock: host.clock,
-        };
         let record = crate::stop_services::record_path(state, &p.stop_record)?;
         let how = crate::stop_services::StopOptions {
             dependents: true,
@@ -474,7 +477,7 @@ fn run_one(
             deadline: timeout,
         };
         let stopped = crate::stop_services::stop_set(
-            &stop_host,
+            &stop_host(host),
             state,
             &record,
             std::slice::from_ref(&oneoff.source),
@@ -519,18 +522,46 @@ fn run_one(
             }
             let stamp = new_stamp(&oneoff.source, m, &image_id, "migrated");
             save_stamp(state, &stamp_path, &stamp)?;
+            // Up again at once: no service waits for another's migration.
+            if p.start_after && !report.stopped.is_empty() {
+                let set = host
+                    .systemd
+                    .show(&report.stopped)
+                    .map_err(crate::stop_services::StopError::from)?;
+                let how = crate::stop_services::start_set(
+                    &stop_host(host),
+                    &set,
+                    false,
+                    host.clock.now(),
+                    timeout,
+                )?;
+                report.started = how.started;
+            }
             let adopted = if r.adopted {
                 " (by the container an interrupted run had started, which this run waited for)"
             } else {
                 ""
             };
+            let started = if report.started.is_empty() {
+                String::new()
+            } else {
+                format!(", then started {}", report.started.join(", "))
+            };
             let msg = format!(
-                "{}: migrated for image {}{adopted}",
+                "{}: migrated for image {}{adopted}{started}",
                 oneoff.source,
                 short(&image_id)
             );
             finish(report, true, msg, false)
         }
+    }
+}
+
+/// The part of the host `stop_services` works on.
+fn stop_host<'a>(host: &Host<'a>) -> crate::stop_services::Host<'a> {
+    crate::stop_services::Host {
+        systemd: host.systemd,
+        clock: host.clock,
     }
 }
 
@@ -551,6 +582,17 @@ fn restore(
         ));
     }
     let timeout = Duration::from_secs(p.timeout);
+    // A flow starts each migrated service again right after its migration, so by the time it
+    // fails they may run, and write, on the migrated schema: they stop before their data goes
+    // back. The recovery's later steps start them on the previous revision.
+    if backup::has_restore(state, &p.stop_record, &stop_record)? {
+        crate::stop_services::stop_recorded(
+            &stop_host(host),
+            &stop_record,
+            host.clock.now(),
+            timeout,
+        )?;
+    }
     let restored = backup::restore(host, state, &p.stop_record, &stop_record, timeout)?;
     let msg = if restored.is_empty() {
         format!(

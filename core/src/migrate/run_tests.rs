@@ -114,3 +114,88 @@ fn a_check_command_that_reports_nothing_pending_stops_and_runs_nothing() {
     assert_eq!(bed.calls(), ["run img-1 check"], "only the check ran");
     assert_eq!(bed.sim.active_state("app.service"), "active");
 }
+
+#[test]
+fn start_after_starts_what_the_migration_stopped_in_dependency_order_once_it_ran() {
+    let bed = Bed::new(0);
+    let out = bed.run(json!({"stop_first": true, "start_after": true}));
+    assert_eq!(out["failed"], json!(false), "{out}");
+    assert_eq!(
+        out["started"],
+        json!(["app.service", "web.service"]),
+        "{out}"
+    );
+    // calls() lists systemd's calls before podman's; that the start waits for the migration's
+    // outcome is the next test's.
+    assert_eq!(
+        bed.calls(),
+        [
+            "stop web.service",
+            "stop app.service",
+            "start app.service",
+            "start web.service",
+            "run img-1 migrate"
+        ],
+        "down for the migration only: started again before the call returns"
+    );
+    assert_eq!(bed.sim.active_state("web.service"), "active");
+    assert_eq!(
+        bed.recorded_stop()["active_before"],
+        json!(["web.service", "app.service"]),
+        "the record stays until the flow finishes, for its recovery"
+    );
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(
+        msg.ends_with("then started app.service, web.service"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn start_after_starts_nothing_when_the_migration_failed() {
+    let bed = Bed::new(2);
+    let out = bed.run(json!({"stop_first": true, "start_after": true}));
+    assert_eq!(out["failed"], json!(true), "{out}");
+    assert_eq!(out.get("started"), None, "{out}");
+    assert_eq!(
+        bed.calls(),
+        ["stop web.service", "stop app.service", "run img-1 migrate"]
+    );
+    assert_eq!(bed.sim.active_state("app.service"), "inactive");
+}
+
+#[test]
+fn start_after_without_stop_first_is_refused_before_the_host_is_touched() {
+    let bed = Bed::new(0);
+    let out = bed.run(json!({"start_after": true}));
+    assert_eq!(out["failed"], json!(true), "{out}");
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("start_after needs stop_first: true"), "{msg}");
+    assert!(bed.calls().is_empty(), "nothing stopped or run");
+}
+
+#[test]
+fn a_restore_stops_the_services_started_after_their_migration_before_the_data_goes_back() {
+    let bed = Bed::new(0);
+    let backup = json!({
+        "image": "svc:1",
+        "command": ["dump"],
+        "restore_command": ["load"],
+    });
+    let out = bed.run(json!({"stop_first": true, "start_after": true, "backup": backup}));
+    assert_eq!(
+        out["started"],
+        json!(["app.service", "web.service"]),
+        "{out}"
+    );
+    bed.calls();
+    // The flow failed later, before it finished: its recovery restores the backup.
+    let restored = bed.run(json!({"restore": true}));
+    assert_eq!(restored["failed"], json!(false), "{restored}");
+    assert_eq!(
+        bed.calls(),
+        ["stop web.service", "stop app.service", "run svc:1 load"],
+        "nothing writes while the data goes back"
+    );
+    assert_eq!(bed.sim.active_state("app.service"), "inactive");
+}

@@ -4,7 +4,7 @@ use crate::ansible::spec::join;
 use crate::ansible::{Default, Elem, Kind, ModuleSpec, OptionSpec, Rules};
 
 const ONE: usize = 9;
-const RUN: usize = 9;
+const RUN: usize = 10;
 
 /// A migration's `backup`, run in a one-off container before the migration.
 const BACKUP_OPTIONS: [OptionSpec; 8] = [
@@ -81,6 +81,12 @@ const RUN_OPTIONS: [OptionSpec; RUN] = [
         "stop_first",
         Kind::Bool,
         "Before a pending migration of a O(unit), stop that service and what depends on it, in reverse dependency order.\nThey are recorded in the stop record O(stop_record), so C(stop_services state=restored) brings back exactly what ran.\nNothing is stopped when nothing is pending.",
+    )
+    .default(Default::Bool(false)),
+    OptionSpec::new(
+        "start_after",
+        Kind::Bool,
+        "With O(stop_first), start what a pending migration stopped as soon as it has run, in dependency order and each one waited for, before the next migration stops anything.\nEach service is then down for its own migration and its own start, not for the other migrations. The flows set it; the stop record stays until the flow finishes, so a recovery still knows what ran.",
     )
     .default(Default::Bool(false)),
     OptionSpec::new(

@@ -9,6 +9,9 @@ pub struct MigrationResult {
     pub ran: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stopped: Vec<String>,
+    /// What `start_after` started again once the migration had run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub started: Vec<String>,
     /// Why it did not run; None when it ran, or failed.
     pub skipped_reason: Option<String>,
     pub rc: Option<i64>,

@@ -158,16 +158,13 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, StopErro
                 check_missing(&set, p.missing_ok)?;
             }
             let set: Vec<UnitStatus> = set.into_iter().filter(UnitStatus::exists).collect();
-            report.order = start_order(&set);
-            let (already_active, to_start) = split_by_activity(&report.order, &set);
-            report.already_active = already_active;
-            if !inv.check_mode {
-                one_by_one(host, &to_start, Job::Start, start, deadline)?;
-                if p.state == Wanted::Restored {
-                    remove_file(&record_path)?;
-                }
+            let started = start_set(host, &set, inv.check_mode, start, deadline)?;
+            if !inv.check_mode && p.state == Wanted::Restored {
+                remove_file(&record_path)?;
             }
-            report.started = to_start;
+            report.order = started.order;
+            report.already_active = started.already_active;
+            report.started = started.started;
             !report.started.is_empty()
         }
     };
@@ -244,6 +241,57 @@ pub fn stop_set(
         stopped: active,
         already_inactive,
     })
+}
+
+/// What a start of a set did, or in check mode would do.
+pub struct Started {
+    pub order: Vec<String>,
+    pub already_active: Vec<String>,
+    pub started: Vec<String>,
+}
+
+/// Starts the units of `set` that are not active, in dependency order (sockets before their
+/// services), each one waited for within the run's deadline before the next.
+pub fn start_set(
+    host: &Host,
+    set: &[UnitStatus],
+    check: bool,
+    start: Instant,
+    deadline: Duration,
+) -> Result<Started, StopError> {
+    let order = start_order(set);
+    let (already_active, to_start) = split_by_activity(&order, set);
+    if !check {
+        one_by_one(host, &to_start, Job::Start, start, deadline)?;
+    }
+    Ok(Started {
+        order,
+        already_active,
+        started: to_start,
+    })
+}
+
+/// Stops, in reverse dependency order, whatever of a stop record's units runs again, and leaves
+/// the record as it is: what a restore of data needs first, so that nothing writes under it,
+/// when a flow started its migrated services before it failed. Returns what it stopped.
+pub fn stop_recorded(
+    host: &Host,
+    record_path: &std::path::Path,
+    start: Instant,
+    deadline: Duration,
+) -> Result<Vec<String>, StopError> {
+    let Some(rec) = load_record(record_path)? else {
+        return Ok(Vec::new());
+    };
+    let set: Vec<UnitStatus> = host
+        .systemd
+        .show(&rec.active_before)?
+        .into_iter()
+        .filter(UnitStatus::exists)
+        .collect();
+    let (active, _) = split_by_activity(&stop_order(&set), &set);
+    one_by_one(host, &active, Job::Stop, start, deadline)?;
+    Ok(active)
 }
 
 fn unit_name(raw: &str) -> Result<String, NameError> {
