@@ -90,6 +90,17 @@ pub fn fetch(
     })
 }
 
+/// Where the images of the targets that may pull live: what `pull: always` asks the registry
+/// about, all at once, before the first fetch.
+pub fn registry_locations(targets: &[Target]) -> Vec<Location> {
+    targets
+        .iter()
+        .filter(|t| t.wanted != Wanted::Stopped)
+        .filter_map(|t| t.desired.as_ref())
+        .map(|d| Location::of(&d.image))
+        .collect()
+}
+
 /// Whether the registry's digest for the reference is one the local image was not pulled as;
 /// None for an image podman recorded no digest of (loaded from an archive, or built here).
 fn newer_in_registry(host: &Host, image: &ImageRef) -> Result<Option<bool>, UnitError> {

@@ -12,6 +12,7 @@ mod fetch;
 mod links;
 mod observe;
 mod report;
+mod retention;
 mod rollback;
 mod secrets;
 mod socket;
@@ -22,6 +23,7 @@ use crate::ansible::{Invocation, Outcome};
 use crate::converge::WaitError;
 use crate::plan::{Action, Wanted};
 use crate::podman::PodmanError;
+use crate::registry::Asked;
 use crate::state::{StateDir, StateError};
 use crate::systemd::SystemdError;
 use crate::unit::ContainerOptions;
@@ -54,6 +56,8 @@ pub struct UnitParams {
     pub instances: Vec<String>,
     pub canary: Option<u64>,
     pub state: Option<Wanted>,
+    /// With `rolled_back`: the kept revision to go back to, by a prefix of its history id.
+    pub rollback_to: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -73,6 +77,8 @@ pub struct Params {
     pub systemd_dir: PathBuf,
     pub state_dir: PathBuf,
     pub podman_socket: String,
+    pub keep_revisions: u64,
+    pub history: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -118,6 +124,12 @@ pub enum UnitError {
     MixedUnits(&'static str),
     #[error("max_parallel must be at least 1")]
     MaxParallel,
+    #[error("keep_revisions must be from 1 to {max}; {0} was given", max = crate::state::MAX_KEEP_REVISIONS)]
+    KeepRevisions(u64),
+    #[error("rollback_to: {0} is not rolled back; give rollback_to only with state: rolled_back")]
+    RollbackToWithoutRollback(String),
+    #[error(transparent)]
+    Pick(#[from] crate::state::PickError),
     #[error("checkpoint name {0:?} must be a plain name: letters, digits, - and _")]
     BadCheckpoint(String),
     #[error("{0} is not in the checkpoint, so there is nothing recorded to roll it back to")]
@@ -216,6 +228,16 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     let mut before = Vec::new();
     let mut work = Vec::with_capacity(targets.len());
     let mut unchanged_by_rollback = Vec::new();
+    let asked;
+    let host = if p.pull == PullPolicy::Always && p.state != Wanted::RolledBack {
+        asked = Asked::ask_all(host.registry, &fetch::registry_locations(&targets));
+        &Host {
+            registry: &asked,
+            ..*host
+        }
+    } else {
+        host
+    };
     let pre = observe::prefetch(host, &targets)?;
     for mut t in targets {
         let lap = Instant::now();
@@ -280,10 +302,21 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     }
     let prune = !inv.check_mode && failure.is_none();
     let former = secrets::after_run(host, &state, &key, &work, prune)?;
+    let retention = retention::Retention {
+        keep: p.keep_revisions as usize,
+        prune,
+        history: p.history,
+    };
+    let tidy = retention::after_run(host, &state, &mut work, retention, inv.check_mode);
     let reports: Vec<Report> = work.into_iter().map(|(_, _, _, r)| r).collect();
+    let freed = retention::freed(&reports);
     let total = started.elapsed().as_millis() as u64;
     let mut out = report::outcome(reports, batch, inv.check_mode, failure, total);
+    if let Some(freed) = freed {
+        out.msg = format!("{}; {freed}", out.msg);
+    }
     out.mask_also = former;
+    out.warnings.extend(tidy);
     if !unchanged_by_rollback.is_empty() {
         out.warnings.push(format!(
             "{} had no earlier revision recorded, and were left as they are",
@@ -307,6 +340,9 @@ pub fn validate(p: &Params) -> Result<(), UnitError> {
     if p.max_parallel == 0 {
         return Err(UnitError::MaxParallel);
     }
+    if !(1..=crate::state::MAX_KEEP_REVISIONS as u64).contains(&p.keep_revisions) {
+        return Err(UnitError::KeepRevisions(p.keep_revisions));
+    }
     if let Some(name) = &p.checkpoint
         && !crate::state::is_plain_name(name)
     {
@@ -327,6 +363,8 @@ pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, UnitError> {
 
 #[cfg(test)]
 mod apply_tests;
+#[cfg(test)]
+mod retention_tests;
 #[cfg(test)]
 mod rollback_tests;
 #[cfg(test)]

@@ -2,13 +2,15 @@
 //! mode and `status` use it to tell whether a newer image waits under a tag, which a local look
 //! cannot know. One trait, so plans can be tested without a registry.
 
+mod asked;
 mod http;
 mod location;
 
+pub use asked::Asked;
 pub use http::HttpRegistry;
 pub use location::Location;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum RegistryError {
     #[error(
         "could not ask {registry} for {image}: {detail}; check the registry is reachable from this host, or run offline"
