@@ -9,7 +9,7 @@ GLIBC_CEILING := 2.28
 ZIG_OUT := target/x86_64-unknown-linux-gnu/release
 GALAXY := $(if $(wildcard $(VENV)/bin/ansible-galaxy),$(VENV)/bin/ansible-galaxy,ansible-galaxy)
 
-.PHONY: bench demo test collection docs changelog version notices modules sidecars glibc-check refitctl testbed-up testbed-down integration
+.PHONY: bench demo test collection docs changelog version notices modules sidecars glibc-check refitctl refitctl-docs testbed-up testbed-down integration
 
 ## demo: the README's first command: a test host, deploy, z-stream update, upgrade, status, teardown
 demo:
@@ -53,6 +53,10 @@ glibc-check:
 refitctl:
 	tools/zigbuild.sh $(GLIBC_CEILING) -p refitctl
 	install -D -m 0755 $(ZIG_OUT)/refitctl target/release/refitctl
+
+## refitctl-docs: refitctl's shell completions and man pages, from its clap definition, into build/refitctl/
+refitctl-docs:
+	cargo run -q -p refitctl --example refitctl-docs -- build/refitctl
 
 ## collection: the modules, then `ansible-galaxy collection build` and install into the testbed
 collection: modules notices

@@ -167,6 +167,8 @@ fn samples(module: &str) -> Vec<serde_json::Value> {
                 instances: vec![cu::InstanceResult::default()],
                 held: vec!["worker@3.service".into()],
                 socket_replaced: Some(false),
+                images_pruned: vec![cu::PrunedImage::default()],
+                history: Some(vec![cu::HistoryEntry::default()]),
                 image: cu::ImageResult {
                     registry_error: some(),
                     ..cu::ImageResult::default()
@@ -199,6 +201,7 @@ fn samples(module: &str) -> Vec<serde_json::Value> {
             let one = rm::MigrationResult {
                 unit: some(),
                 stopped: vec!["app.service".into()],
+                started: vec!["app.service".into()],
                 backup: Some(Box::new(taken.clone())),
                 ..rm::MigrationResult::default()
             };
@@ -226,6 +229,7 @@ fn samples(module: &str) -> Vec<serde_json::Value> {
                     msg: "pending".into(),
                 }]),
                 run_id: Some("update-20261201T000000.000000".into()),
+                target_written: true,
                 ..flow_state::FlowStateResult::default()
             };
             vec![json(serde_json::to_value(&r))]

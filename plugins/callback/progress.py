@@ -16,6 +16,8 @@ description:
     flow role (C(refit_phase_preflight), C(refit_phase_migrate), C(refit_phase_start),
     C(refit_phase_verify), C(refit_phase_recover)); a task without one is in phase C(task).
   - Tasks that are not refit modules print only when they fail, or at C(-v).
+  - With C(--diff), each changed file's unified diff follows its task, as the modules returned
+    it (refit's modules mask the secrets in it, the unit texts included).
   - It can also write every refit module result as JSON lines, for C(refitctl).
 author: refit developers (@refit)
 version_added: "0.1.0"
@@ -192,6 +194,18 @@ class CallbackModule(CallbackBase):
 
     def v2_runner_on_unreachable(self, result):
         self._report(result, "unreachable")
+
+    def v2_on_file_diff(self, result):
+        """--diff: the unified diff of each file the task changed, or (check mode) would."""
+        res = result._result
+        if result._task.loop and "results" in res:
+            diffs = [r["diff"] for r in res["results"] if r.get("diff") and r.get("changed")]
+        else:
+            diffs = [res["diff"]] if res.get("diff") else []
+        for diff in diffs:
+            text = self._get_diff(diff)
+            if text.strip():
+                self._display.display(text.rstrip("\n"))
 
     def v2_playbook_on_stats(self, stats):
         summary = {}

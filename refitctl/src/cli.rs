@@ -20,9 +20,10 @@ pub struct Cli {
 
 pub const EXIT_CODES: &str = "\
 Exit codes:
-  0   converged, nothing changed (plan: nothing to do)
+  0   success, whether or not anything changed
   1   failed: a task failed, a host was unreachable, or refitctl could not run
-  2   converged, and something changed (plan: something would change)
+  2   with --detailed-exitcode only: success, and something changed (plan: something would
+      change); without it, that is 0
   4   refused by preflight: nothing was touched
   64  the command line is wrong
   129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM: passed on to ansible-playbook, which has
@@ -50,24 +51,51 @@ pub enum Command {
         common: Common,
     },
     /// Show what an update (or, with --to, an upgrade) would do, without doing it
-    #[command(after_help = "Example:\n  refitctl plan\n  refitctl plan --to 1.1")]
+    #[command(
+        after_help = "Example:\n  refitctl plan\n  refitctl plan --to 1.1\n  refitctl plan --json --detailed-exitcode"
+    )]
     Plan {
         /// Plan an upgrade to this stream instead of an update
         #[arg(long, value_name = "STREAM")]
         to: Option<String>,
+        /// Print JSON (each host's plan and its units' planned results) instead of text
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         common: Common,
     },
     /// A table per service: unit, state, revision, running image, stream, newer image
-    #[command(after_help = "Example:\n  refitctl status")]
-    Status(Common),
+    #[command(after_help = "Example:\n  refitctl status\n  refitctl status --json | jq .")]
+    Status {
+        /// Print JSON (each host's services and its units' results) instead of the table
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        common: Common,
+    },
     /// Put services back on the revision and image they ran before the last change
     #[command(
-        after_help = "Example:\n  refitctl rollback           # every service that has an earlier revision\n  refitctl rollback content   # one service"
+        after_help = "Example:\n  refitctl rollback           # every service that has an earlier revision\n  refitctl rollback content   # one service\n  refitctl rollback content --to 3fa9c2   # a kept revision, as `history` prints it"
     )]
     Rollback {
         /// One service of the deployment (`content`, `worker@`); all of them when omitted
         service: Option<String>,
+        /// Go to this kept revision (a prefix of its id in `refitctl history`) instead of the previous one
+        #[arg(long, value_name = "REVISION", requires = "service")]
+        to: Option<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Each service's kept revisions: id, when it converged, image, stream, image still local
+    #[command(
+        after_help = "Example:\n  refitctl history\n  refitctl history content --json | jq '.[].id'"
+    )]
+    History {
+        /// One service of the deployment; all of them when omitted
+        service: Option<String>,
+        /// Print JSON (one object per kept revision, with its host and service) instead of the table
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -84,9 +112,18 @@ pub struct Common {
     /// Report what would change, and change nothing
     #[arg(long)]
     pub check: bool,
-    /// Show the unit files' differences
+    /// Show each changed unit file's unified diff (secrets masked), as it goes and in the summary
     #[arg(long)]
     pub diff: bool,
+    /// Exit 2 when something changed (plan: would change), as terraform's -detailed-exitcode
+    #[arg(long)]
+    pub detailed_exitcode: bool,
+    /// Only the hosts matching PATTERN (passed to ansible-playbook's --limit); never remembered
+    #[arg(short, long, value_name = "PATTERN")]
+    pub limit: Option<String>,
+    /// Drop a remembered parameter before this run (repeatable); a successful run saves that
+    #[arg(long, value_name = "PARAM", value_enum)]
+    pub forget: Vec<Remembered>,
     /// More output (repeat for more); passed on to ansible-playbook
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -110,10 +147,26 @@ pub struct Common {
 impl Command {
     pub fn common(&self) -> &Common {
         match self {
-            Command::Deploy(c) | Command::Update(c) | Command::Status(c) => c,
-            Command::Upgrade { common, .. }
+            Command::Deploy(c) | Command::Update(c) => c,
+            Command::Status { common, .. }
+            | Command::Upgrade { common, .. }
             | Command::Plan { common, .. }
-            | Command::Rollback { common, .. } => common,
+            | Command::Rollback { common, .. }
+            | Command::History { common, .. } => common,
         }
     }
+}
+
+/// A parameter refitctl remembers, as `--forget` names it (obsah's `--reset-PARAM`). clap
+/// refuses any other name, listing these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Remembered {
+    Inventory,
+    Deployment,
+    /// `--offline`, and the `--image-archive` that only applies with it.
+    Offline,
+    ImageArchive,
+    Serial,
+    /// The stream an upgrade moved to: the deployment file's own applies again.
+    Stream,
 }

@@ -1,17 +1,28 @@
 //! Each subcommand: which playbook it runs, with what, what it prints, and how it ends.
 
 use crate::cli::{Command, Common};
+use crate::diffs;
 use crate::error::CtlError;
 use crate::events::{Ending, Run};
+use crate::json;
 use crate::memory::Parameters;
 use crate::playbook::Invocation;
 use crate::report;
+use crate::runlog::RunLog;
 use refit_core::state::StateDir;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 
-pub fn run(command: &Command) -> Result<Ending, CtlError> {
+/// Runs `command`; what it prints goes to `log` too.
+pub fn run(command: &Command, log: &RunLog) -> Result<Ending, CtlError> {
     let common = command.common();
+    // With --json, stdout is for the JSON alone.
+    let json = matches!(
+        command,
+        Command::Status { json: true, .. }
+            | Command::Plan { json: true, .. }
+            | Command::History { json: true, .. }
+    );
     let state_dir = state_dir(common);
     std::fs::create_dir_all(&state_dir).map_err(|e| CtlError::StateDir {
         path: state_dir.clone(),
@@ -35,7 +46,10 @@ pub fn run(command: &Command) -> Result<Ending, CtlError> {
             diff: common.diff,
             verbose: common.verbose,
             show_progress: !quiet,
+            progress_to_stderr: json,
+            limit: common.limit.as_deref(),
             state_dir: &state_dir,
+            log,
         }
         .run()
     };
@@ -55,13 +69,20 @@ pub fn run(command: &Command) -> Result<Ending, CtlError> {
                 None => "update",
             };
             let run = invocation(playbook, &params, extra, true, common.verbose == 0)?;
-            return Ok(print_plan(&run));
+            return Ok(print_plan(&run, json, common.diff, log));
         }
-        Command::Status(_) => {
+        Command::Status { .. } => {
             let run = invocation("status", &params, extra, true, common.verbose == 0)?;
             let ending = run.ending();
             if !matches!(ending, Ending::Failed(_)) {
-                stdout(&report::status_table(&report::status_rows(&run)));
+                stdout(
+                    log,
+                    &if json {
+                        json::text(&json::status(&run))
+                    } else {
+                        report::status_table(&report::status_rows(&run))
+                    },
+                );
             }
             // Reading changes nothing, whatever the modules' check mode reported.
             return Ok(match ending {
@@ -69,23 +90,39 @@ pub fn run(command: &Command) -> Result<Ending, CtlError> {
                 e => e,
             });
         }
-        Command::Rollback { service, .. } => {
+        Command::Rollback { service, to, .. } => {
             if let Some(s) = service {
                 extra.insert(
                     "refit_rollback_services".into(),
                     Value::from(vec![service_name(s)?]),
                 );
             }
+            if let Some(to) = to {
+                extra.insert("refit_rollback_to".into(), Value::from(to.as_str()));
+            }
             (invocation("rollback", &params, extra, false, false)?, false)
+        }
+        Command::History { service, .. } => {
+            if let Some(s) = service {
+                extra.insert(
+                    "refit_history_services".into(),
+                    Value::from(vec![service_name(s)?]),
+                );
+            }
+            let run = invocation("history", &params, extra, true, common.verbose == 0)?;
+            return Ok(crate::history::print(&run, json, |t| stdout(log, t)));
         }
     };
     let ending = run.ending();
     if matches!(ending, Ending::Unchanged | Ending::Changed) {
         // A check run changed nothing; what it would change is its plan.
         if common.check {
-            eprint!("{}", report::plan_text(&report::plan(&run)));
+            stderr(log, &report::plan_text(&report::plan(&run)));
         } else {
-            eprint!("{}", report::changes_text(&report::changes(&run)));
+            stderr(log, &report::changes_text(&report::changes(&run)));
+        }
+        if common.diff {
+            stderr(log, &diffs::text(&diffs::of_run(&run)));
         }
         if remember && !common.check {
             params.save(&state_dir)?;
@@ -94,17 +131,23 @@ pub fn run(command: &Command) -> Result<Ending, CtlError> {
     Ok(ending)
 }
 
-fn print_plan(run: &Run) -> Ending {
+fn print_plan(run: &Run, as_json: bool, diff: bool, log: &RunLog) -> Ending {
     let ending = run.ending();
     if matches!(ending, Ending::Failed(_) | Ending::Refused(_)) {
         return ending;
     }
     let plans = report::plan(run);
-    stdout(&report::plan_text(&plans));
+    let diffs = if diff { diffs::of_run(run) } else { Vec::new() };
+    if as_json {
+        stdout(log, &json::text(&json::plan(&plans, &diffs)));
+    } else {
+        stdout(log, &report::plan_text(&plans));
+        stdout(log, &diffs::text(&diffs));
+    }
     if plans.iter().any(report::HostPlan::changes) {
         Ending::Changed
     } else {
-        eprintln!("refitctl: nothing to do");
+        stderr(log, "refitctl: nothing to do\n");
         Ending::Unchanged
     }
 }
@@ -117,14 +160,15 @@ fn state_dir(common: &Common) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/var/lib/refit/refitctl"))
 }
 
-fn name(command: &Command) -> &'static str {
+pub fn name(command: &Command) -> &'static str {
     match command {
         Command::Deploy(_) => "deploy",
         Command::Update(_) => "update",
         Command::Upgrade { .. } => "upgrade",
         Command::Plan { .. } => "plan",
-        Command::Status(_) => "status",
+        Command::Status { .. } => "status",
         Command::Rollback { .. } => "rollback",
+        Command::History { .. } => "history",
     }
 }
 
@@ -145,10 +189,18 @@ fn service_name(raw: &str) -> Result<String, CtlError> {
     }
 }
 
-/// Tables and plans go to stdout, for pipes; a closed pipe is not worth failing over.
-fn stdout(text: &str) {
+/// Tables, plans and JSON go to stdout, for pipes, and to the log; a closed pipe is not worth
+/// failing over.
+fn stdout(log: &RunLog, text: &str) {
     use std::io::Write;
+    log.write(text);
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
+}
+
+/// The summary of a run goes to stderr, and to the log.
+fn stderr(log: &RunLog, text: &str) {
+    log.write(text);
+    eprint!("{text}");
 }

@@ -65,11 +65,14 @@ pub enum Ending {
 }
 
 impl Ending {
-    pub fn code(&self) -> u8 {
+    /// A change is a success like no change, so `refitctl update && next` goes on after a real
+    /// update; `--detailed-exitcode` (`detailed`) asks for 2 instead, as terraform's does.
+    pub fn code(&self, detailed: bool) -> u8 {
         match self {
             Ending::Unchanged => 0,
             Ending::Failed(_) => 1,
-            Ending::Changed => 2,
+            Ending::Changed if detailed => 2,
+            Ending::Changed => 0,
             Ending::Refused(_) => 4,
             Ending::Interrupted(i) => i.code(),
         }
@@ -217,9 +220,11 @@ mod tests {
             ]
             .join("\n"),
         );
-        assert_eq!(ok.ending().code(), 0);
+        assert_eq!((ok.ending().code(false), ok.ending().code(true)), (0, 0));
         let changed = Run::parse(&stats(2, 0));
-        assert_eq!(changed.ending().code(), 2);
+        assert_eq!(changed.ending(), Ending::Changed);
+        assert_eq!(changed.ending().code(false), 0, "a change is a success");
+        assert_eq!(changed.ending().code(true), 2, "--detailed-exitcode");
         let refused = Run::parse(
             &[
                 line(
@@ -275,9 +280,9 @@ mod tests {
             "unreachable",
             "no such container",
         ));
-        assert_eq!(gone.ending().code(), 1);
+        assert_eq!(gone.ending().code(true), 1);
         assert_eq!(
-            Run::parse("").ending().code(),
+            Run::parse("").ending().code(false),
             1,
             "a run that never finished is a failure"
         );

@@ -3,11 +3,15 @@
 
 mod cli;
 mod commands;
+mod diffs;
 mod error;
 mod events;
+mod history;
+mod json;
 mod memory;
 mod playbook;
 mod report;
+mod runlog;
 mod signals;
 
 use clap::Parser;
@@ -29,7 +33,9 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
-    let ending = match commands::run(&cli.command) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let log = runlog::RunLog::start(commands::name(&cli.command), &args);
+    let ending = match commands::run(&cli.command, &log) {
         Ok(ending) => ending,
         Err(e @ CtlError::Interrupted(i)) => {
             eprintln!("refitctl: {e}");
@@ -37,12 +43,19 @@ fn main() -> ExitCode {
         }
         Err(e) => Ending::Failed(e.to_string()),
     };
-    match &ending {
-        Ending::Refused(why) => eprintln!("refitctl: refused by preflight, nothing touched: {why}"),
-        Ending::Failed(why) => eprintln!("refitctl: failed: {why}"),
-        Ending::Unchanged | Ending::Changed | Ending::Interrupted(_) => {}
+    let last = match &ending {
+        Ending::Refused(why) => format!("refitctl: refused by preflight, nothing touched: {why}"),
+        Ending::Failed(why) => format!("refitctl: failed: {why}"),
+        Ending::Interrupted(i) => format!("refitctl: interrupted by {}", i.name()),
+        Ending::Changed => "changed".into(),
+        Ending::Unchanged => "nothing changed".into(),
+    };
+    if matches!(ending, Ending::Refused(_) | Ending::Failed(_)) {
+        eprintln!("{last}");
     }
-    ExitCode::from(ending.code())
+    let code = ending.code(cli.command.common().detailed_exitcode);
+    log.end(code, &last);
+    ExitCode::from(code)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The parameters of the last successful run, kept in the state dir the way obsah keeps
 //! foremanctl's, so a later `refitctl update` needs none. An explicit flag wins.
 
-use crate::cli::Common;
+use crate::cli::{Common, Remembered};
 use crate::error::CtlError;
 use refit_core::state::{read_json, write_json};
 use serde::{Deserialize, Serialize};
@@ -34,8 +34,30 @@ impl Parameters {
         Ok(write_json(&state_dir.join(FILE), self, 0o600)?)
     }
 
-    /// These parameters with the flags given now laid over them.
+    /// These parameters less those `--forget` names, then the flags given now laid over them.
     pub fn overlay(&self, flags: &Common) -> Result<Self, CtlError> {
+        let mut base = self.clone();
+        for p in &flags.forget {
+            base.forget(*p);
+        }
+        base.overlay_flags(flags)
+    }
+
+    fn forget(&mut self, p: Remembered) {
+        match p {
+            Remembered::Inventory => self.inventory = None,
+            Remembered::Deployment => self.deployment = None,
+            Remembered::Offline => {
+                self.offline = false;
+                self.image_archive = None;
+            }
+            Remembered::ImageArchive => self.image_archive = None,
+            Remembered::Serial => self.serial = None,
+            Remembered::Stream => self.stream = None,
+        }
+    }
+
+    fn overlay_flags(&self, flags: &Common) -> Result<Self, CtlError> {
         let deployment = match &flags.deployment {
             Some(d) => {
                 Some(std::path::absolute(d).map_err(|_| CtlError::NoDeployment(d.to_path_buf()))?)
@@ -90,6 +112,32 @@ mod tests {
         assert!(!now.offline);
         assert_eq!(now.image_archive, None, "an archive only applies offline");
         assert_eq!(now.serial.as_deref(), Some("1"));
+
+        let forgot = loaded.overlay(&Common {
+            forget: vec![
+                Remembered::Inventory,
+                Remembered::Serial,
+                Remembered::Stream,
+            ],
+            ..Common::default()
+        })?;
+        assert_eq!(
+            (forgot.inventory, forgot.serial, forgot.stream),
+            (None, None, None)
+        );
+        assert_eq!(
+            forgot.deployment, remembered.deployment,
+            "only what was named"
+        );
+        assert!(forgot.offline);
+        // A flag given with --forget of the same parameter still wins.
+        let again = loaded.overlay(&Common {
+            forget: vec![Remembered::Offline, Remembered::Serial],
+            serial: Some("2".into()),
+            ..Common::default()
+        })?;
+        assert_eq!((again.offline, again.image_archive), (false, None));
+        assert_eq!(again.serial.as_deref(), Some("2"));
         Ok(())
     }
 }

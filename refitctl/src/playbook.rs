@@ -2,11 +2,12 @@
 //! the inventory, the extra vars, and the progress callback whose events refitctl reads back.
 
 use crate::error::CtlError;
-use crate::events::Run;
+use crate::events::{Ending, Run};
 use crate::memory::Parameters;
+use crate::runlog::RunLog;
 use crate::signals::Armed;
 use serde_json::{Map, Value};
-use std::io::Read;
+use std::io::{BufRead, IsTerminal, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -23,7 +24,13 @@ pub struct Invocation<'a> {
     pub verbose: u8,
     /// Show ansible's progress as it happens; otherwise keep it for a failure.
     pub show_progress: bool,
+    /// Show it on stderr: stdout is for the JSON that `--json` asked for.
+    pub progress_to_stderr: bool,
+    /// ansible-playbook's `--limit`.
+    pub limit: Option<&'a str>,
     pub state_dir: &'a Path,
+    /// Gets ansible-playbook's command line and everything it printed.
+    pub log: &'a RunLog,
 }
 
 impl Invocation<'_> {
@@ -67,26 +74,44 @@ impl Invocation<'_> {
         if self.diff {
             cmd.arg("--diff");
         }
+        if let Some(limit) = self.limit {
+            cmd.arg("--limit").arg(limit);
+        }
         if self.verbose > 0 {
             cmd.arg(format!("-{}", "v".repeat(self.verbose.into())));
         }
-        if !self.show_progress {
-            cmd.stdout(Stdio::piped());
+        // The progress passes through refitctl, for the log; ansible would drop its colours
+        // for a pipe, and the log drops them instead.
+        cmd.stdout(Stdio::piped());
+        if self.show_progress && self.shown_on_a_terminal() && colours_allowed() {
+            cmd.env("ANSIBLE_FORCE_COLOR", "1");
         }
         tracing::debug!(?cmd, "running");
+        self.log.write(&format!(
+            "$ {}\n",
+            std::iter::once(cmd.get_program())
+                .chain(cmd.get_args())
+                .map(|a| a.to_string_lossy())
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
         let armed = Armed::new().map_err(|e| CtlError::Signals(e.to_string()))?;
         let mut child = cmd
             .spawn()
             .map_err(|e| CtlError::NoAnsible(e.to_string()))?;
         let forwarder = armed.forward_to(child.id());
         // stdout (when kept) and stderr are read on their own threads, so neither pipe fills.
-        let out = child.stdout.take().map(drain);
+        let out = child
+            .stdout
+            .take()
+            .map(|o| tee(o, self.log.clone(), self.shown()));
         let err = child.stderr.take().map(drain);
         let status = child.wait();
         let interrupt = forwarder.stop();
         let status = status.map_err(|e| CtlError::NoAnsible(e.to_string()))?;
         let stdout = out.map(join).unwrap_or_default();
         let stderr = err.map(join).unwrap_or_default();
+        self.log.write(&stderr);
         if let Some(interrupt) = interrupt {
             eprint!("{stderr}");
             return Err(CtlError::Interrupted(interrupt));
@@ -98,10 +123,27 @@ impl Invocation<'_> {
         }
         // Ansible's warnings and deprecations; the progress lines are on stdout.
         eprint!("{stderr}");
-        if !self.show_progress && (self.verbose > 0 || run.ending().code() == 1) {
+        if !self.show_progress && (self.verbose > 0 || matches!(run.ending(), Ending::Failed(_))) {
             eprint!("{stdout}");
         }
         Ok(run)
+    }
+
+    /// Where the progress is shown as it comes, if it is.
+    fn shown(&self) -> Option<Shown> {
+        match (self.show_progress, self.progress_to_stderr) {
+            (false, _) => None,
+            (true, false) => Some(Shown::Stdout),
+            (true, true) => Some(Shown::Stderr),
+        }
+    }
+
+    fn shown_on_a_terminal(&self) -> bool {
+        if self.progress_to_stderr {
+            std::io::stderr().is_terminal()
+        } else {
+            std::io::stdout().is_terminal()
+        }
     }
 
     fn extra_vars(&self) -> Map<String, Value> {
@@ -200,6 +242,48 @@ fn ansible_error(stderr: &str) -> CtlError {
         .or_else(|| stderr.lines().map(str::trim).rfind(|l| !l.is_empty()))
         .unwrap_or("no output");
     CtlError::Ansible(line.to_string())
+}
+
+/// The colours ansible would use on a terminal, unless they were turned off.
+fn colours_allowed() -> bool {
+    ["NO_COLOR", "ANSIBLE_NOCOLOR", "ANSIBLE_FORCE_COLOR"]
+        .iter()
+        .all(|v| std::env::var_os(v).is_none())
+}
+
+#[derive(Clone, Copy)]
+enum Shown {
+    Stdout,
+    Stderr,
+}
+
+/// Reads ansible-playbook's stdout line by line: each line to the log, and shown at once when
+/// `shown` says where; the whole of it is kept for a failure.
+fn tee<R: Read + Send + 'static>(
+    r: R,
+    log: RunLog,
+    shown: Option<Shown>,
+) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut kept = String::new();
+        let mut reader = std::io::BufReader::new(r);
+        let mut line = Vec::new();
+        while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+            let text = String::from_utf8_lossy(&line);
+            log.write(&text);
+            // A closed terminal or pipe is not worth stopping the run over.
+            let _ = match shown {
+                Some(Shown::Stdout) => std::io::stdout().lock().write_all(&line),
+                Some(Shown::Stderr) => std::io::stderr().lock().write_all(&line),
+                None => {
+                    kept.push_str(&text);
+                    Ok(())
+                }
+            };
+            line.clear();
+        }
+        kept
+    })
 }
 
 fn drain<R: Read + Send + 'static>(mut r: R) -> std::thread::JoinHandle<String> {

@@ -2,6 +2,7 @@
 //! snapshot tests.
 
 use crate::events::{Phase, Run};
+use refit_core::results::container_unit::UnitResult;
 use serde::Serialize;
 
 /// One row of `status`: a service, or an instance of a template.
@@ -10,11 +11,11 @@ pub struct StatusRow {
     pub host: String,
     pub service: String,
     pub active: bool,
-    /// The revision of the unit file on disk.
-    pub revision: String,
+    /// The revision of the unit file on disk (the table shows its first 12 characters).
+    pub revision: Option<String>,
     /// The image ID its container runs.
-    pub image: String,
-    pub stream: String,
+    pub image: Option<String>,
+    pub stream: Option<String>,
     /// What an update would do for it: `newer image`, `new revision`, `restart needed`, `-`.
     pub pending: String,
 }
@@ -22,13 +23,10 @@ pub struct StatusRow {
 pub fn status_rows(run: &Run) -> Vec<StatusRow> {
     let mut rows = Vec::new();
     for host in run.hosts() {
-        let stream = run
-            .flow_states(&host)
-            .find_map(|(_, r)| r.recorded_stream)
-            .unwrap_or_else(|| "-".into());
+        let stream = run.flow_states(&host).find_map(|(_, r)| r.recorded_stream);
         for (_, result) in run.container_units(&host) {
             for u in result.units() {
-                let revision = short(u.revision.before.as_deref());
+                let revision = u.revision.before.clone();
                 let pending = if u.image.newer_available == Some(true) {
                     "newer image"
                 } else if u.revision.before != u.revision.after {
@@ -38,7 +36,7 @@ pub fn status_rows(run: &Run) -> Vec<StatusRow> {
                 } else {
                     "-"
                 };
-                let image = short(u.image.previous_id.as_deref());
+                let image = u.image.previous_id.clone();
                 let row = |service: &str, active: bool| StatusRow {
                     host: host.clone(),
                     service: service.to_string(),
@@ -71,9 +69,9 @@ pub fn status_table(rows: &[StatusRow]) -> String {
             r.host.clone(),
             r.service.clone(),
             if r.active { "active" } else { "inactive" }.into(),
-            r.revision.clone(),
-            r.image.clone(),
-            r.stream.clone(),
+            short(r.revision.as_deref()),
+            short(r.image.as_deref()),
+            r.stream.clone().unwrap_or_else(|| "-".into()),
             r.pending.clone(),
         ]);
     }
@@ -91,6 +89,8 @@ pub struct HostPlan {
     pub restart: Vec<String>,
     pub migrate: Vec<String>,
     pub unchanged: Vec<String>,
+    /// The plan of every unit, as `container_unit` returned it in check mode.
+    pub units: Vec<UnitResult>,
 }
 
 impl HostPlan {
@@ -122,6 +122,7 @@ pub fn plan(run: &Run) -> Vec<HostPlan> {
                 .map(|(_, r)| r)
         });
         let mut pulls = Vec::new();
+        p.units = fetch.iter().flat_map(|r| r.units()).cloned().collect();
         for u in fetch.iter().flat_map(|r| r.units()) {
             if u.pulls() {
                 p.fetch.push(u.image.reference.clone().unwrap_or_default());
@@ -210,12 +211,16 @@ pub fn changes(run: &Run) -> Vec<HostChanges> {
             }
         }
         for (_, r) in run.migrations(&host) {
-            c.migrated.extend(
-                r.migrations()
-                    .iter()
-                    .filter(|m| m.ran)
-                    .map(|m| m.unit.clone().unwrap_or_default()),
-            );
+            for m in r.migrations().iter().filter(|m| m.ran) {
+                c.migrated.push(m.unit.clone().unwrap_or_default());
+                // `start_after` starts what the migration stopped again on its new image, so
+                // the start phase finds it converged: the restart is the migrate phase's.
+                for s in m.started.iter().filter(|s| s.ends_with(".service")) {
+                    if !c.restarted.contains(s) {
+                        c.restarted.push(s.clone());
+                    }
+                }
+            }
         }
         c.untouched = all
             .into_iter()
@@ -275,4 +280,38 @@ fn columns<const N: usize>(rows: &[[String; N]]) -> String {
             line.join("  ").trim_end().to_string() + "\n"
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_service_a_migration_started_again_was_restarted() {
+        let line = |phase: &str, action: &str, result: serde_json::Value| {
+            serde_json::json!({"host": "th1", "task": "t", "phase": phase, "action": action,
+                "status": "changed", "result": result})
+            .to_string()
+        };
+        let run = Run::parse(
+            &[
+                line(
+                    "migrate",
+                    "refit.containers.run_migrations",
+                    serde_json::json!({"msg": "", "migrations": [{"unit": "content", "ran": true,
+                        "stopped": ["content.service", "content.socket"],
+                        "started": ["content.socket", "content.service"],
+                        "skipped_reason": null, "rc": 0, "stdout_tail": null, "image_id": null,
+                        "stamp": "s", "duration_ms": 900}], "ran": 1, "duration_ms": 900}),
+                ),
+                serde_json::json!({"stats": {"th1": {"ok": 3, "changed": 1, "failures": 0,
+                    "unreachable": 0}}})
+                .to_string(),
+            ]
+            .join("\n"),
+        );
+        let c = changes(&run);
+        assert_eq!(c[0].restarted, ["content.service"]);
+        assert_eq!(c[0].migrated, ["content"]);
+    }
 }

@@ -38,3 +38,24 @@ fn plan_of_a_z_stream_update() {
     let text = report::plan_text(&plans);
     redacted().bind(|| insta::assert_snapshot!(text));
 }
+
+#[test]
+fn plan_as_json() {
+    let run = fixture("plan-update.jsonl");
+    let plans = report::plan(&run);
+    let doc = serde_json::to_value(crate::json::plan(&plans, &[])).expect("serializes");
+    assert_eq!(doc["hosts"][0]["units"].as_array().map(Vec::len), Some(5));
+    // The units are the module's own results, tested in refit-core; here, what refitctl adds.
+    insta::assert_json_snapshot!(doc, {".hosts[].units" => "[5 unit results]"});
+}
+
+#[test]
+fn status_as_json() {
+    let run = fixture("status.jsonl");
+    let doc = serde_json::to_value(crate::json::status(&run)).expect("serializes");
+    insta::assert_json_snapshot!(doc, {
+        "[].units" => "[unit results]",
+        "[].services[].revision" => "[revision]",
+        "[].services[].image" => "[image id]",
+    });
+}

@@ -27,6 +27,7 @@ fn refitctl(dir: &Path) -> Command {
     cmd.args(["update", "--deployment"])
         .arg(dir.join("deployment.yml"))
         .env("REFITCTL_STATE_DIR", dir.join("state"))
+        .env("REFITCTL_LOG_DIR", dir.join("log"))
         .env("REFITCTL_ANSIBLE_PLAYBOOK", dir.join("ansible-playbook"))
         .env("FAKE_DIR", dir)
         .stdin(Stdio::null())

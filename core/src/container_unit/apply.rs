@@ -166,7 +166,9 @@ impl Applier<'_> {
             }
         }
         report.result.restarted = true;
+        // A rollback to a named revision keeps the one it left, to go forward to again.
         if t.wanted == Wanted::RolledBack
+            && t.rollback_to.is_none()
             && let Some((rev, image)) = obs.running_pair()
         {
             history.forget(&rev, image.as_deref());
@@ -197,6 +199,7 @@ impl Applier<'_> {
                             image_ref: d.image.to_string(),
                             image_id: None,
                             recorded_at: now_rfc3339(),
+                            stream: None,
                         });
                     }
                     // Written, not yet run: what a later rollback returns to stays the
@@ -299,5 +302,6 @@ pub(super) fn record(d: &Desired, image_id: Option<String>) -> RevisionRecord {
         image_ref: d.image.to_string(),
         image_id,
         recorded_at: now_rfc3339(),
+        stream: None,
     }
 }

@@ -113,24 +113,8 @@ fn newer_in_registry(host: &Host, image: &ImageRef) -> Result<Option<bool>, Unit
     Ok(Some(!known.contains(&remote)))
 }
 
-/// `localhost/refit-keep/NAME-HASH:previous`, with NAME reduced to what a repository allows
-/// and HASH of the full name, so `app` and `app@` (or `App`) never share one tag.
+/// `localhost/refit-keep/NAME-HASH:previous`: the repository of refit's own tags for the
+/// unit, which retention's kept-revision tags share.
 fn keep_tag(t: &Target) -> String {
-    let name: String = t
-        .name
-        .stem()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let hash = crate::unit::revision::short_hash(t.name.stem());
-    format!(
-        "localhost/refit-keep/{}-{hash}:previous",
-        name.trim_matches('-')
-    )
+    format!("{}:previous", super::retention::keep_repo(t.name.stem()))
 }

@@ -5,6 +5,7 @@
 //! the plans. A target is one unit file and the services it runs: itself, or a template's
 //! instances.
 
+mod adopt;
 mod apply;
 mod checkpoint;
 mod failure;
@@ -294,6 +295,9 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
             settings: &settings,
         };
         failure = applier.apply_all(&mut work).err().map(|e| e.to_string());
+        if failure.is_none() {
+            adopt::record_converged(&state, &work)?;
+        }
         if failure.is_none()
             && let (Some(name), Some(_)) = (&p.checkpoint, &restore_from)
         {

@@ -242,5 +242,6 @@ fn ran_from_disk(obs: &Observation, failed: &Pair) -> Option<RevisionRecord> {
         image_ref,
         image_id,
         recorded_at: now_rfc3339(),
+        stream: None,
     })
 }

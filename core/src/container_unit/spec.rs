@@ -15,8 +15,8 @@ const STATES: &[&str] = &[
     "rolled_back",
 ];
 
-const UNIT_COUNT: usize = 21;
-const RUN_COUNT: usize = 12;
+const UNIT_COUNT: usize = 22;
+const RUN_COUNT: usize = 14;
 
 /// What describes one unit.
 pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
@@ -58,6 +58,11 @@ pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
         "For a template C(NAME@), the instances to run, for example C([1, 2, 3]).\nThey are replaced in batches of O(max_parallel), each converged and healthy for O(min_healthy_time) before the next batch starts. A batch that fails stops the rollout and, with O(rollback=true), returns the instances replaced so far to the previous revision.\nRunning instances that are not listed are stopped.",
     ),
     OptionSpec::new("canary", Kind::Int, "For a template, replace only this many instances and leave the rest on their revision, until a run without it."),
+    OptionSpec::new(
+        "rollback_to",
+        Kind::Str,
+        "With O(state=rolled_back), the kept revision to go back to instead of the previous one: its id as RV(history[].id) gives it, or any prefix of it that names one kept revision only. An unknown or ambiguous prefix is refused, naming the kept ids.\nThe revision left stays kept, so a later O(rollback_to) can go forward to it again.",
+    ),
 ];
 
 /// `content` is the whole unit text, so no structured option may come with it.
@@ -140,6 +145,18 @@ const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
         Kind::Str,
         "Before changing anything, record every unit as it is (text, image ID, whether it ran) under this name in O(state_dir). The first run that names it writes it; a resumed run keeps the original.\nWith O(state=rolled_back), put back exactly what it recorded, and remove it. A unit that did not exist is removed; one that did not run gets its text and image back, and no start.",
     ),
+    OptionSpec::new(
+        "keep_revisions",
+        Kind::Int,
+        "How many revisions that converged are kept per unit, to roll back to (1 to 100). Their images stay tagged C(localhost/refit-keep/NAME-HASH:img-ID), so C(podman image prune) keeps them; C(podman image prune -a) removes every image no container uses, tagged or not, and nothing but a container protects from it.\nAfter a run that converged, an image refit pulled for a unit and that no kept revision runs, no container (running or not) uses and no other tag names is removed, reported in RV(images_pruned).",
+    )
+    .default(Default::Int(crate::state::KEEP_REVISIONS as i64)),
+    OptionSpec::new(
+        "history",
+        Kind::Bool,
+        "Report each unit's kept revisions in RV(history), with whether each one's image is still local. Reads only; C(refitctl history) runs it in check mode.",
+    )
+    .default(Default::Bool(false)),
     OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live.").default(Default::Str("/etc/containers/systemd")),
     OptionSpec::new("state_dir", Kind::Path, "refit's state dir, with the recent revisions of each unit and the lock.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
     OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str(crate::podman::DEFAULT_SOCKET)),

@@ -28,6 +28,8 @@ pub struct Target {
     pub systemd_dir: PathBuf,
     /// The podman secrets `secret_env` asks for, created before anything is written.
     pub secrets: Vec<super::secrets::UnitSecret>,
+    /// For `rolled_back`: a prefix of the history id of the kept revision to go back to.
+    pub rollback_to: Option<String>,
 }
 
 impl Target {
@@ -208,6 +210,9 @@ fn target(
             twice.clone(),
         ));
     }
+    if u.rollback_to.is_some() && wanted != Wanted::RolledBack {
+        return Err(UnitError::RollbackToWithoutRollback(name.file_name()));
+    }
     let desired = match wanted {
         Wanted::Absent | Wanted::RolledBack => None,
         _ => {
@@ -233,6 +238,7 @@ fn target(
         after,
         systemd_dir: PathBuf::new(),
         secrets,
+        rollback_to: u.rollback_to.clone(),
     })
 }
 
@@ -260,6 +266,10 @@ pub fn resolve_rollback(t: &mut Target, obs: &mut Observation) -> Result<(), Uni
         return Ok(());
     }
     let h = &obs.history;
+    if let Some(prefix) = &t.rollback_to {
+        let to = h.pick(&t.name.file_name(), prefix)?.clone();
+        return to_record(t, obs, &to);
+    }
     let prev = match obs.running_pair() {
         Some((rev, image)) => h.last_other_than(&rev, image.as_deref()),
         None => h
@@ -270,10 +280,19 @@ pub fn resolve_rollback(t: &mut Target, obs: &mut Observation) -> Result<(), Uni
     }
     .cloned()
     .ok_or_else(|| UnitError::NoPrevious(t.name.file_name()))?;
-    let unit = UnitFile::parse(&prev.text).map_err(RenderError::from)?;
-    let image = ImageRef::parse(&prev.image_ref).map_err(RenderError::from)?;
+    to_record(t, obs, &prev)
+}
+
+/// The desired unit is a recorded revision, on the image it ran.
+fn to_record(
+    t: &mut Target,
+    obs: &mut Observation,
+    rec: &crate::state::RevisionRecord,
+) -> Result<(), UnitError> {
+    let unit = UnitFile::parse(&rec.text).map_err(RenderError::from)?;
+    let image = ImageRef::parse(&rec.image_ref).map_err(RenderError::from)?;
     t.desired = Some(Desired::from_unit(unit, image));
-    obs.rollback_image_id = prev.image_id.clone();
+    obs.rollback_image_id = rec.image_id.clone();
     Ok(())
 }
 

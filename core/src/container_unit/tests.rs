@@ -183,6 +183,7 @@ fn secret_env_becomes_a_podman_secret_and_rotates_by_revision() {
         image_ref: "svc:1".into(),
         image_id: Some("new-id".into()),
         recorded_at: String::new(),
+        stream: None,
     };
     let mut history = crate::state::UnitHistory::default();
     history.revisions.push(ran);
@@ -469,4 +470,31 @@ fn bad_socket_values_are_refused_before_the_host_is_touched() {
     }
     assert!(bed.systemd.calls.lock().expect("calls").is_empty());
     assert!(bed.podman.calls.lock().expect("calls").is_empty());
+}
+
+#[test]
+fn a_revision_found_serving_that_refit_did_not_start_is_recorded_as_the_one_that_ran() {
+    // `run_migrations start_after` started it; this run restarts nothing.
+    let bed = Bed::converged();
+    let history = bed.dir.path().join("state/units/hello.container.json");
+    let ran = || -> Value {
+        let text = std::fs::read_to_string(&history).unwrap_or_else(|_| "{}".into());
+        let h: Value = serde_json::from_str(&text).expect("history");
+        h["revisions"]
+            .as_array()
+            .and_then(|r| r.last())
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let rev = bed.podman.containers[0].revision.clone().expect("revision");
+    assert_eq!(ran(), Value::Null, "nothing recorded yet");
+    let out = bed.respond(json!({"name": "hello", "image": "svc:1", "state": "started"}));
+    assert_eq!(out["changed"], json!(false), "{out}");
+    assert!(
+        bed.systemd.calls.lock().expect("calls").is_empty(),
+        "nothing restarted"
+    );
+    let last = ran();
+    assert_eq!(last["revision"], json!(rev), "{last}");
+    assert_eq!(last["image_id"], json!("new-id"), "{last}");
 }

@@ -172,3 +172,66 @@ fn r21_bad_units_are_refused_by_parameter_before_the_host_is_touched() {
         "no call to the host"
     );
 }
+
+impl Bed {
+    fn begin_deploy(&self, target: &str, check: bool) -> Value {
+        self.respond(
+            &SPEC,
+            self.dirs(json!({
+                "action": "begin", "flow": "deploy", "stream": "1.0", "run_id": "r1",
+                "image_store": self.dir.path(), "min_free_mb": 1, "pull": "missing",
+                "target": target, "units": [unit("a")], "_ansible_check_mode": check,
+            })),
+        )
+    }
+}
+
+#[test]
+fn begin_writes_the_deployment_s_target_once_and_check_mode_only_says_so() {
+    let bed = Bed::new();
+    let path = bed.dir.path().join("systemd/foreman.target");
+    let checked = bed.begin_deploy("foreman.target", true);
+    assert_eq!(checked["target_written"], json!(true), "{checked}");
+    assert!(!path.exists(), "check mode writes nothing");
+
+    let out = bed.begin_deploy("foreman.target", false);
+    assert_eq!(out["failed"], json!(false), "{out}");
+    assert_eq!(out["target_written"], json!(true), "{out}");
+    assert_eq!(out["changed"], json!(true), "{out}");
+    let text = std::fs::read_to_string(&path).expect("target written");
+    assert_eq!(
+        text,
+        "[Unit]\nDescription=refit: the services of foreman.target\n"
+    );
+    assert!(
+        bed.sim
+            .calls
+            .lock()
+            .expect("calls")
+            .iter()
+            .any(|c| c == "daemon-reload"),
+        "systemd reloaded, so the units part of it find it"
+    );
+
+    let again = bed.begin_deploy("foreman.target", false);
+    assert_eq!(again.get("target_written"), None, "{again}");
+}
+
+#[test]
+fn a_target_that_is_no_target_unit_is_refused_before_the_host_is_touched() {
+    for bad in [
+        "foreman.service",
+        "../x.target",
+        "-a.target",
+        ".target",
+        "a\nb.target",
+    ] {
+        let bed = Bed::new();
+        let out = bed.begin_deploy(bad, false);
+        assert_eq!(out["failed"], json!(true), "{bad}: {out}");
+        let msg = out["msg"].as_str().unwrap_or_default();
+        assert!(msg.contains("target"), "{bad}: {msg}");
+        assert!(!bed.state("").exists(), "{bad}: the state dir was touched");
+        assert!(!bed.dir.path().join("systemd").exists(), "{bad}");
+    }
+}

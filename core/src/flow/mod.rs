@@ -15,6 +15,7 @@ mod lease;
 mod plan;
 pub mod spec;
 mod stream;
+mod target;
 
 use crate::ansible::{Invocation, Outcome};
 use crate::host::Host;
@@ -83,6 +84,8 @@ pub struct Params {
     pub timeout: u64,
     pub quadlet_dir: PathBuf,
     pub systemd_dir: PathBuf,
+    #[serde(default)]
+    pub target: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -260,9 +263,12 @@ fn begin(
     let p = cx.p;
     let (flow, stream, run_id) = (&cx.flow, &cx.stream, &cx.run_id);
     plan::validate_all(p, flow)?;
+    if let Some(t) = &p.target {
+        target::validate(t)?;
+    }
     let grace = Duration::from_secs(p.lease_grace);
     // Read-only first: a refusal for any reason writes nothing.
-    cx.leases.decide(
+    let decided = cx.leases.decide(
         cx.lease.as_ref(),
         flow,
         stream,
@@ -295,7 +301,14 @@ fn begin(
     }
     report.free_mb = Some(checks::check_disk(&p.image_store, p.min_free_mb)?);
     host.podman.ping()?;
-    checks::check_services(host, &p.services)?;
+    // A failed service refuses a new run, which would change a host in trouble; an interrupted
+    // run's resume goes on, since the failure may be that run's own (killed in its recovery,
+    // say), and converging is what mends it.
+    let resuming = matches!(decided, Taken::Resumed { .. });
+    let unhealthy = match checks::check_services(host, &p.services) {
+        Err(FlowError::Unhealthy(which)) if resuming => Some(which),
+        other => other.map(|()| None)?,
+    };
     if p.image_archive.is_none() {
         checks::check_images(host, &p.images)?;
     }
@@ -310,9 +323,23 @@ fn begin(
         }
     };
     let mut msg = format!("preflight for {flow} to {stream}: {how}");
+    if let Some(which) = unhealthy {
+        msg = format!("{msg} ({which}, which the resumed run converges)");
+    }
+    if let Some(t) = &p.target {
+        report.target_written = target::ensure(host, &p.systemd_dir, t, inv.check_mode)?;
+        if report.target_written {
+            let verb = if inv.check_mode {
+                "would write"
+            } else {
+                "wrote"
+            };
+            msg = format!("{msg}; {verb} {t}");
+        }
+    }
     if !plan::wanted(p) {
         report.work = true;
-        return Ok(Outcome::new(false, msg).with_data(&report));
+        return Ok(Outcome::new(report.target_written, msg).with_data(&report));
     }
     // From here on the host may be changed; a failure says whether it was, for recovery.
     let checkpoint = cx.state.checkpoint(flow);
@@ -352,7 +379,7 @@ fn begin(
             msg = format!("{msg}; migrations pending: {}", pending.join(", "));
         }
     }
-    let mut out = Outcome::new(units.changed, msg).with_data(&report);
+    let mut out = Outcome::new(units.changed || report.target_written, msg).with_data(&report);
     out.diff = units.diff.clone();
     out.warnings = units.warnings.clone();
     out.mask_also = planned.revealed;

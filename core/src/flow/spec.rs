@@ -52,6 +52,11 @@ pub static OPTIONS: &[OptionSpec] = &[
     OptionSpec::new("timeout", Kind::Int, "Seconds a pull or a migration's check command may take.").default(Default::Int(300)),
     OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live, as `container_unit` `quadlet_dir`.").default(Default::Str("/etc/containers/systemd")),
     OptionSpec::new("systemd_dir", Kind::Path, "Where boot links and sockets go, as `container_unit` `systemd_dir`.").default(Default::Str("/etc/systemd/system")),
+    OptionSpec::new(
+        "target",
+        Kind::Str,
+        "With C(begin), a systemd target that groups the deployment's services (their units say C(PartOf=) it), for example C(foreman.target): written to O(systemd_dir) when it is missing or differs, and systemd reloaded.\nThe deploy flow passes it, so writing it needs no Python on the host.",
+    ),
 ];
 
 pub static SPEC: ModuleSpec = ModuleSpec {

@@ -7,6 +7,7 @@
 pub mod backup;
 mod source;
 pub mod spec;
+mod start_again;
 
 use crate::ansible::{Invocation, Outcome};
 use crate::host::Host;
@@ -95,6 +96,10 @@ pub enum MigrateError {
     StopNeedsUnit,
     #[error("start_after needs stop_first: true; without it nothing is stopped to start again")]
     StartNeedsStop,
+    #[error(
+        "{service} was started again after its migration, but {why}; look at `journalctl -u {service}`: the flow's recovery puts the previous release back"
+    )]
+    NotServing { service: String, why: String },
     #[error(
         "{origin}: the podman secret {secret} its unit needs is gone; deploy the unit again (container_unit with its secret_env) first"
     )]
@@ -524,18 +529,7 @@ fn run_one(
             save_stamp(state, &stamp_path, &stamp)?;
             // Up again at once: no service waits for another's migration.
             if p.start_after && !report.stopped.is_empty() {
-                let set = host
-                    .systemd
-                    .show(&report.stopped)
-                    .map_err(crate::stop_services::StopError::from)?;
-                let how = crate::stop_services::start_set(
-                    &stop_host(host),
-                    &set,
-                    false,
-                    host.clock.now(),
-                    timeout,
-                )?;
-                report.started = how.started;
+                report.started = start_again::start_again(host, &report.stopped, timeout)?;
             }
             let adopted = if r.adopted {
                 " (by the container an interrupted run had started, which this run waited for)"

@@ -4,6 +4,7 @@
 
 use super::run;
 use super::spec::SPEC;
+use crate::podman::{ContainerInfo, ContainerState, Health};
 use crate::testing::sim::SimHost;
 use crate::testing::{FakePodman, respond_on};
 use serde_json::{Value, json};
@@ -24,6 +25,17 @@ impl Bed {
             ..FakePodman::default()
         };
         podman.images.insert("svc:1".into(), "img-1".into());
+        // What start_after waits for once it started them: their containers running, healthy.
+        for unit in ["app.service", "web.service"] {
+            podman.containers.push(ContainerInfo {
+                id: format!("c-{unit}"),
+                image_id: "img-1".into(),
+                revision: None,
+                unit: unit.into(),
+                state: ContainerState::Running,
+                health: Some(Health::Healthy),
+            });
+        }
         Bed { dir, sim, podman }
     }
 
@@ -198,4 +210,19 @@ fn a_restore_stops_the_services_started_after_their_migration_before_the_data_go
         "nothing writes while the data goes back"
     );
     assert_eq!(bed.sim.active_state("app.service"), "inactive");
+}
+
+#[test]
+fn start_after_fails_at_once_on_an_unhealthy_container() {
+    let mut bed = Bed::new(0);
+    bed.podman.containers[1].health = Some(Health::Unhealthy);
+    let out = bed.run(json!({"stop_first": true, "start_after": true}));
+    assert_eq!(out["failed"], json!(true), "{out}");
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains(
+            "web.service was started again after its migration, but its container is unhealthy"
+        ),
+        "{msg}"
+    );
 }

@@ -314,6 +314,10 @@ impl PodmanApi {
         )
     }
 
+    pub(super) fn socket(&self) -> &str {
+        &self.socket
+    }
+
     pub(super) fn docker(&self) -> &Docker {
         &self.docker
     }

@@ -2,6 +2,7 @@
 //! so plans and waits can be tested without a host; `PodmanApi` speaks to the real socket.
 
 mod api;
+mod images;
 pub mod oneoff;
 pub mod secrets;
 mod status;
@@ -9,6 +10,7 @@ mod wire;
 
 pub use crate::reference::ImageRef;
 pub use api::PodmanApi;
+pub use images::{ImageStore, LocalImage};
 pub use oneoff::{Finished, OneOff, OneOffResult};
 pub use secrets::SecretInfo;
 pub use status::{ContainerState, Health};
@@ -54,7 +56,7 @@ impl ContainerInfo {
     }
 }
 
-pub trait Podman: Sync {
+pub trait Podman: Sync + ImageStore {
     fn ping(&self) -> Result<(), PodmanError>;
     /// The local image ID a reference resolves to now, or None when it is not local.
     fn image_id(&self, image: &str) -> Result<Option<String>, PodmanError>;

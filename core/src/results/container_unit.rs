@@ -36,6 +36,37 @@ pub struct UnitResult {
     pub held: Vec<String>,
     #[serde(default)]
     pub duration_ms: Durations,
+    /// Images refit pulled for this unit's earlier revisions and removed after this run: no
+    /// kept revision, no container and no other tag used them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images_pruned: Vec<PrunedImage>,
+    /// With `history: true`: the kept revisions, oldest first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<Vec<HistoryEntry>>,
+}
+
+/// An image refit removed, and the bytes that freed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct PrunedImage {
+    pub id: String,
+    pub bytes: u64,
+}
+
+/// One kept revision of a unit.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct HistoryEntry {
+    /// What `rollback_to` takes (a prefix of it does): the text revision and image together.
+    pub id: String,
+    /// The unit text's revision hash.
+    pub revision: String,
+    pub image_ref: String,
+    pub image_id: Option<String>,
+    /// Whether that image is still on the host, so a rollback to it can run.
+    pub local: bool,
+    pub stream: Option<String>,
+    pub recorded_at: String,
+    /// The revision that last converged.
+    pub current: bool,
 }
 
 impl UnitResult {

@@ -37,4 +37,8 @@ pub struct FlowStateResult {
     /// lease.
     #[serde(default)]
     pub finished: bool,
+    /// `begin` with `target`: the target was missing or differed, and was written (in check
+    /// mode: would be).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub target_written: bool,
 }

@@ -9,7 +9,9 @@ pub use atomic::{
     atomic_write, create_new, is_plain_name, read_json, read_optional, remove_file, write_json,
 };
 pub use lock::{Lock, LockError};
-pub use revisions::{RevisionRecord, UnitHistory};
+pub use revisions::{
+    KEEP as KEEP_REVISIONS, MAX_KEEP as MAX_KEEP_REVISIONS, PickError, RevisionRecord, UnitHistory,
+};
 
 use std::path::{Path, PathBuf};
 

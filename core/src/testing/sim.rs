@@ -15,6 +15,9 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
+mod images;
+pub use images::IMAGE_BYTES;
+
 #[derive(Debug, Clone, Default)]
 struct Service {
     active: &'static str,
@@ -44,6 +47,8 @@ pub struct SimHost {
     pub props: HashMap<String, Vec<(&'static str, String)>>,
     /// Units whose stop never ends: they stay deactivating.
     pub stuck: HashSet<String>,
+    /// Image IDs containers other than the units' use (a `podman run` by hand).
+    pub foreign_users: HashSet<String>,
     services: Mutex<HashMap<String, Service>>,
     next: Mutex<u64>,
     pub calls: Mutex<Vec<String>>,

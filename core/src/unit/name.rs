@@ -110,6 +110,10 @@ fn is_unit_suffix(ext: &str) -> bool {
 }
 
 fn bad_char(raw: &str) -> Option<&'static str> {
+    // A command line would read it as an option.
+    if raw.starts_with('-') {
+        return Some("a leading -");
+    }
     if raw.contains("..") {
         return Some("..");
     }
@@ -183,8 +187,13 @@ mod tests {
             "x..y",
             "a$b",
             ".container",
+            "-a",
+            "a\u{7}b",
         ] {
             assert!(UnitName::parse(bad).is_err(), "{bad:?} was accepted");
+        }
+        for bad in ["-a.service", "-.mount", "a\tb.service", "a\u{1b}.service"] {
+            assert!(validate_systemd_unit(bad).is_err(), "{bad:?} was accepted");
         }
         assert!(matches!(
             UnitName::parse("worker@1"),

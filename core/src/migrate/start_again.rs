@@ -1,0 +1,97 @@
+//! `start_after`: what a migration stopped starts again as soon as it has run, and is waited
+//! for until it serves: active, and healthy where its container has a health check. The next
+//! migration stops nothing before that, so each service is down for its own migration and
+//! start alone; the start phase then finds it converged and records it as the revision that ran.
+
+use super::MigrateError;
+use crate::host::Host;
+use crate::podman::Health;
+use crate::stop_services::{StopError, start_set};
+use std::time::{Duration, Instant};
+
+/// How often the health of a started container is looked at.
+const POLL: Duration = Duration::from_millis(200);
+
+/// Starts `stopped` (as the migration's stop recorded them) in dependency order; returns what it
+/// started, each active and healthy, or the first that is not within the deadline.
+pub fn start_again(
+    host: &Host,
+    stopped: &[String],
+    deadline: Duration,
+) -> Result<Vec<String>, MigrateError> {
+    let t0 = host.clock.now();
+    let stop_host = crate::stop_services::Host {
+        systemd: host.systemd,
+        clock: host.clock,
+    };
+    let set = host.systemd.show(stopped).map_err(StopError::from)?;
+    let started = start_set(&stop_host, &set, false, t0, deadline)?.started;
+    let services: Vec<String> = started
+        .iter()
+        .filter(|u| u.ends_with(".service"))
+        .cloned()
+        .collect();
+    wait_healthy(host, &services, t0, deadline)?;
+    Ok(started)
+}
+
+/// Waits until no container of `services` is starting its health checks; fails at once on
+/// an unhealthy one, a service that went down, or the deadline.
+fn wait_healthy(
+    host: &Host,
+    services: &[String],
+    t0: Instant,
+    deadline: Duration,
+) -> Result<(), MigrateError> {
+    if services.is_empty() {
+        return Ok(());
+    }
+    loop {
+        let containers = host.podman.unit_containers(services)?;
+        // (service, what it is doing instead of serving)
+        let mut waiting: Vec<(&String, String)> = Vec::new();
+        for svc in services {
+            match containers.iter().find(|c| &c.unit == svc && c.running()) {
+                None => waiting.push((svc, "no running container".into())),
+                Some(c) => match &c.health {
+                    None | Some(Health::Healthy) => {}
+                    Some(Health::Unhealthy) => {
+                        return Err(MigrateError::NotServing {
+                            service: svc.clone(),
+                            why: "its container is unhealthy".into(),
+                        });
+                    }
+                    Some(other) => waiting.push((svc, format!("health {other:?}"))),
+                },
+            }
+        }
+        let Some((first, doing)) = waiting.first() else {
+            return Ok(());
+        };
+        // A service that stopped since its start will not serve by waiting.
+        let down: Vec<String> = host
+            .systemd
+            .show(services)
+            .map_err(StopError::from)?
+            .into_iter()
+            .filter(|s| !s.is_active())
+            .map(|s| s.name)
+            .collect();
+        if let Some(svc) = down.first() {
+            return Err(MigrateError::NotServing {
+                service: svc.clone(),
+                why: "it went down after its start".into(),
+            });
+        }
+        if host.clock.now().duration_since(t0) > deadline {
+            return Err(MigrateError::NotServing {
+                service: (*first).clone(),
+                why: format!(
+                    "it did not serve within {} s (last seen: {doing})",
+                    deadline.as_secs()
+                ),
+            });
+        }
+        host.clock.sleep(POLL);
+    }
+}
