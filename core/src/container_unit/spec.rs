@@ -61,7 +61,7 @@ pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
     OptionSpec::new(
         "rollback_to",
         Kind::Str,
-        "With O(state=rolled_back), the kept revision to go back to instead of the previous one: its id as RV(history[].id) gives it, or any prefix of it that names one kept revision only. An unknown or ambiguous prefix is refused, naming the kept ids.\nThe revision left stays kept, so a later O(rollback_to) can go forward to it again.",
+        "With O(state=rolled_back), the kept revision to go back to instead of the previous one: its id as RV(refit.containers.container_unit#module:history[].id) gives it, or any prefix of it that names one kept revision only. An unknown or ambiguous prefix is refused, naming the kept ids.\nThe revision left stays kept, so a later O(rollback_to) can go forward to it again.",
     ),
 ];
 
