@@ -1,0 +1,335 @@
+"""Scenario 7 (issue 16, must-show 2): examples/pulp upgraded from stream 3.121 to 3.122 with
+pulpcore's real migrations, by refit (`refit.containers.upgrade`) and by the foremanctl way
+(bench/baselines/foremanctl/pulp_upgrade.yml: stop pulp.target, pull, deploy with the migration
+one-shot), each from a fresh deploy of 3.121 with data written through Pulp's REST API (file
+repositories, and a file uploaded, published and distributed). During the upgrade a probe asks
+the API's status and the content app every 20 ms; the workers, which listen on no port, are
+down from their old container's exit to the new one's start (podman events; InvocationIDs say
+whether they were restarted). Afterwards the API must report core 3.122, every repository must be there and
+the file must download through the content app. One run each: a run is two to three minutes.
+Run by bench.py (--only pulp)."""
+import base64
+import json
+import os
+import secrets
+import threading
+import time
+import urllib.error
+import urllib.request
+
+FROM, TO = "3.121", "3.122"
+WORKERS = ("pulp-worker@1", "pulp-worker@2")
+UNITS = ("pulp-db", "pulp-api", "pulp-content", *WORKERS)
+REPOS = 20
+FILE_TEXT = b"refit keeps Pulp's data"
+
+
+class HttpProbe:
+    """A thread asking each (name, url) every `interval` s, at most `max_s` s: up is an HTTP
+    answer below 500 (the API's status is 200 only with its database), within 1 s."""
+
+    def __init__(self, targets, interval=0.02, max_s=900):
+        self.targets, self.interval, self.max_s = targets, interval, max_s
+        self.rows, self.done = [], threading.Event()
+        self.t0 = time.monotonic()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    @staticmethod
+    def _up(url):
+        try:
+            with urllib.request.urlopen(url, timeout=1) as r:
+                return r.status < 500
+        except urllib.error.HTTPError as e:
+            return e.code < 500
+        except OSError:
+            return False
+
+    def _run(self):
+        for _ in range(int(self.max_s / self.interval) + 1):
+            t = time.monotonic()
+            if self.done.is_set() or t - self.t0 > self.max_s:
+                return
+            self.rows.append((t, [self._up(u) for _, u in self.targets]))
+            time.sleep(max(0.0, self.interval - (time.monotonic() - t)))
+
+    def up_now(self):
+        return bool(self.rows) and all(self.rows[-1][1])
+
+    def stop(self, t_flow):
+        """Per target: down ms, gaps, and when (ms after t_flow) it last came back."""
+        self.done.set()
+        self.thread.join(timeout=5)
+        out = {}
+        for i, (name, _) in enumerate(self.targets):
+            down, gaps, since, back = 0, 0, None, None
+            for t, ups in self.rows:
+                if not ups[i] and since is None:
+                    since, gaps = t, gaps + 1
+                elif ups[i] and since is not None:
+                    down += t - since
+                    since, back = None, int((t - t_flow) * 1000)
+            if since is not None:
+                down += self.rows[-1][0] - since
+            out[name] = {"down_ms": int(down * 1000), "gaps": gaps, "back_ms": back}
+        return out
+
+
+class Api:
+    """Pulp's REST API as admin."""
+
+    def __init__(self, base_url, password):
+        self.base = base_url
+        self.auth = "Basic " + base64.b64encode(f"admin:{password}".encode()).decode()
+
+    def call(self, path, body=None, content_type="application/json"):
+        data = json.dumps(body).encode() if isinstance(body, dict) else body
+        req = urllib.request.Request(self.base + path, data=data, headers={"Authorization": self.auth})
+        if data is not None:
+            req.add_header("Content-Type", content_type)
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.loads(r.read() or b"{}")
+
+    def upload(self, repo_href, name, text):
+        """One file into a repository (multipart, as Pulp's upload takes it)."""
+        bnd = secrets.token_hex(12)
+        parts = [f'--{bnd}\r\nContent-Disposition: form-data; name="relative_path"\r\n\r\n{name}\r\n',
+                 f'--{bnd}\r\nContent-Disposition: form-data; name="repository"\r\n\r\n{repo_href}\r\n',
+                 f'--{bnd}\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
+                 "Content-Type: text/plain\r\n\r\n"]
+        body = "".join(parts).encode() + text + f"\r\n--{bnd}--\r\n".encode()
+        self.task("the upload", "/pulp/api/v3/content/file/files/", body, f"multipart/form-data; boundary={bnd}")
+
+
+    def task(self, what, path, body=None, content_type="application/json"):
+        """A call that dispatches a task, and the wait for it (at most 60 s). Retried twice when
+        the task fails: under the foremanctl way a worker can die at its first start (two
+        workers starting at once clean up each other's working directory), taking its task."""
+        for _ in range(3):
+            href = self.call(path, body, content_type)["task"]
+            for _ in range(120):
+                state = self.call(href)["state"]
+                if state in ("completed", "failed", "canceled"):
+                    break
+                time.sleep(0.5)
+            if state == "completed":
+                return
+        raise RuntimeError(f"scenario 7: {what}: its task ended {state} three times")
+
+
+def _urls(b):
+    base = b.BASE
+    return (f"http://127.0.0.1:{base + 30}", f"http://127.0.0.1:{base + 31}", base + 32)
+
+
+def _until(what, check, tries, delay):
+    """Bounded wait: `check` until it returns a true value, `tries` times `delay` s apart."""
+    for _ in range(tries):
+        try:
+            got = check()
+            if got:
+                return got
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(delay)
+    raise RuntimeError(f"scenario 7: {what} did not happen within {tries * delay:.0f} s")
+
+
+def _core_version(api_url):
+    with urllib.request.urlopen(api_url + "/pulp/api/v3/status/", timeout=5) as r:
+        versions = json.loads(r.read())["versions"]
+    return next(v["version"] for v in versions if v["component"] == "core")
+
+
+def _download(content_url):
+    with urllib.request.urlopen(content_url + "/pulp/content/seeded/seeded.txt", timeout=5) as r:
+        return r.read() == FILE_TEXT
+
+
+def _write_data(b, api_url, content_url, db_port):
+    """An admin password for this run, REPOS repositories, and a file in a published and
+    distributed one that downloads through the content app."""
+    _until("the API answering after the deploy", lambda: _core_version(api_url), 120, 1)
+    password = secrets.token_hex(16)  # no leading "-", which the command would take for an option
+    b.host(f"podman run --rm --network host -e PGPORT={db_port} -v pulp-data:/var/lib/pulp "
+           f"{b.REGISTRY}/pulp:{FROM} pulpcore-manager reset-admin-password --password {password} > /dev/null")
+    api = Api(api_url, password)
+    for i in range(REPOS):
+        api.call("/pulp/api/v3/repositories/file/file/", {"name": f"bench-{i}"})
+    repo = api.call("/pulp/api/v3/repositories/file/file/", {"name": "seeded", "autopublish": True})
+    api.upload(repo["pulp_href"], "seeded.txt", FILE_TEXT)
+    api.task("the distribution", "/pulp/api/v3/distributions/file/file/",
+             {"name": "seeded", "base_path": "seeded", "repository": repo["pulp_href"]})
+    _until("the seeded file downloading through the content app", lambda: _download(content_url), 60, 1)
+    return api
+
+
+def _check_data(api, content_url):
+    """Every repository written before the upgrade is there and the file downloads."""
+    got = api.call(f"/pulp/api/v3/repositories/file/file/?name__startswith=bench-&limit={REPOS * 2}")
+    names = sorted(r["name"] for r in got["results"])
+    want = sorted(f"bench-{i}" for i in range(REPOS))
+    if names != want:
+        raise RuntimeError(f"scenario 7: after the upgrade the repositories are {names}, not {want}")
+    _until("the seeded file downloading after the upgrade", lambda: _download(content_url), 60, 1)
+    return {"repositories": len(names) + 1, "file_downloads": True}
+
+
+def _show(b, unit, props):
+    out = b.host(f"systemctl show {' '.join('--property=' + p for p in props)} {unit}")
+    return dict(line.split("=", 1) for line in out.split())
+
+
+def _worker_down(b, since, before, after):
+    """Per worker restarted: from its old container's exit to its new one's start, in ms (podman
+    events: systemd forgets a stopped unit's timestamps at the daemon-reload (a)'s deploy does)."""
+    out = {}
+    for w in WORKERS:
+        if before[w] == after[w]:
+            out[w] = {"down_ms": 0, "restarted": False}
+            continue
+        events = b.host(f"podman events --stream=false --since {since} --filter label=PODMAN_SYSTEMD_UNIT={w}.service "
+                        "--filter event=start --filter event=died --format json")
+        died = start = None
+        for line in events.splitlines():
+            if line.strip().startswith("{"):
+                e = json.loads(line)
+                if e.get("Status") == "died" and died is None:
+                    died = e["timeNano"]
+                elif e.get("Status") == "start" and died is not None:
+                    start = e["timeNano"]
+        ms = (start - died) // 1_000_000 if died and start else None
+        out[w] = {"down_ms": ms, "restarted": True}
+    return out
+
+
+def _migration_runs(b, since):
+    """refit's one-off containers for pulp-api's migration (the check, the migration) since a
+    timestamp: their durations in ms, start to died, from podman events."""
+    events = b.host(f"podman events --stream=false --since {since} --filter label=io.refit.migration=pulp-api.service "
+                    "--filter event=start --filter event=died --format json")
+    starts, runs = {}, []
+    for line in events.splitlines():
+        if line.strip().startswith("{"):
+            e = json.loads(line)
+            if e.get("Status") == "start":
+                starts[e["ID"]] = e["timeNano"]
+            elif e.get("Status") == "died" and e["ID"] in starts:
+                runs.append((e["timeNano"] - starts.pop(e["ID"])) // 1_000_000)
+    return runs
+
+
+def _play(b, *args):
+    t0 = time.monotonic()
+    b.sh(["ansible-playbook", *args, "-e", "refit_hosts=th1"], timeout=1200)
+    return time.monotonic() - t0
+
+
+def _cleanup(b):
+    b.sh(["ansible-playbook", os.path.join(b.PLAYBOOKS, "pulp_cleanup.yml"), "-e", f"refit_repo={b.REPO}"])
+
+
+def _flow(b, label, deploy_db, deploy, upgrade, migrations):
+    """A fresh deploy of FROM with data written, then the upgrade to TO under the probe."""
+    api_url, content_url, db_port = _urls(b)
+    b.log(f"scenario 7, {label}: fresh deploy of Pulp {FROM}")
+    _cleanup(b)
+    out = {"deploy_db_s": deploy_db(), "deploy_s": deploy()}
+    api = _write_data(b, api_url, content_url, db_port)
+    before = b.invocations(list(UNITS))
+    since = b.host_now()
+    probe = HttpProbe([("pulp-api", api_url + "/pulp/api/v3/status/"), ("pulp-content", content_url + "/pulp/content/")])
+    time.sleep(0.2)
+    b.log(f"scenario 7, {label}: upgrade to {TO}")
+    t_flow = time.monotonic()
+    out["wall_s"] = upgrade()
+    # The foremanctl way returns once systemd started the services, not once they answer: the
+    # probe runs until both answer (at most 180 s), so the downtime is what clients see.
+    _until("the API and the content app answering after the upgrade", probe.up_now, 360, 0.5)
+    out["answering_s"] = time.monotonic() - t_flow
+    time.sleep(0.5)
+    out["down"] = probe.stop(t_flow)
+    after = b.invocations(list(UNITS))
+    out["down"].update(_worker_down(b, since, before, after))
+    out["restarted"] = b.restarted(before, after)
+    out["core"] = _until("the API reporting core " + TO, lambda: (v := _core_version(api_url)).startswith(TO + ".") and v,
+                         60, 1)
+    out["data"] = _check_data(api, content_url)
+    out["migration"] = migrations(b, since)
+    return out
+
+
+def _backup(b):
+    """The record of the newest backup refit took (its size and duration)."""
+    rec = b.host("cat \"$(find /var/lib/refit/backups -name record.json | sort | tail -n 1)\"")
+    r = json.loads(rec)
+    return {"size_bytes": r["size_bytes"], "duration_ms": r["duration_ms"]}
+
+
+def pulp_contrast(b):
+    deployment = os.path.join(b.REPO, "examples/pulp/deployment.yml")
+    fm = os.path.join(b.BASELINES, "foremanctl")
+
+    def refit(playbook, *args):
+        return lambda: _play(b, playbook, "-e", f"@{deployment}", *args)
+
+    def oneshot(b_, since):
+        v = _show(b_, "pulp-migrate.service", ("ExecMainStartTimestampMonotonic", "ExecMainExitTimestampMonotonic"))
+        return [(int(v["ExecMainExitTimestampMonotonic"]) - int(v["ExecMainStartTimestampMonotonic"])) // 1000]
+
+    out = {}
+    try:
+        out["refit"] = _flow(b, "refit", refit("refit.containers.deploy", "-e", "pulp_app=false"),
+                             refit("refit.containers.deploy"),
+                             refit("refit.containers.upgrade", "-e", f"refit_stream={TO}"), _migration_runs)
+        out["refit"]["backup"] = _backup(b)
+        out["fm"] = _flow(b, "the foremanctl way",
+                          lambda: _play(b, os.path.join(fm, "pulp.yml"), "-e", "pulp_fm_app=false"),
+                          lambda: _play(b, os.path.join(fm, "pulp.yml"), "-e", f"pulp_fm_stream={FROM}"),
+                          lambda: _play(b, os.path.join(fm, "pulp_upgrade.yml"), "-e", f"pulp_fm_stream={TO}"),
+                          oneshot)
+    finally:
+        _cleanup(b)
+    return out
+
+
+def render_pulp(p):
+    """The markdown section of scenario 7."""
+    r, f = p["refit"], p["fm"]
+
+    def down(x, n):
+        d = x["down"][n]
+        extra = f", {d['gaps']} gap{'s' if d['gaps'] != 1 else ''}" if "gaps" in d else \
+            ("" if d["restarted"] else ", not restarted")
+        return ("–" if d["down_ms"] is None else f"{d['down_ms']:,} ms") + extra
+
+    rows = [("wall time of the upgrade", f"{r['wall_s']:.1f} s", f"{f['wall_s']:.1f} s"),
+            ("API and content answering again, after the flow's start", f"{r['answering_s']:.1f} s",
+             f"{f['answering_s']:.1f} s"),
+            ("pulp-api's downtime", down(r, "pulp-api"), down(f, "pulp-api")),
+            ("pulp-content's downtime", down(r, "pulp-content"), down(f, "pulp-content")),
+            *[(f"{w}'s downtime (old container's exit to the new one's start)", down(r, w), down(f, w)) for w in WORKERS],
+            ("pulp-api's migration: refit's one-off containers (check, then migrate), (a)'s one-shot",
+             ", ".join(f"{m:,} ms" for m in r["migration"]) or "–", ", ".join(f"{m:,} ms" for m in f["migration"])),
+            ("backup before the migration", f"{r['backup']['size_bytes'] / 1024:,.0f} KB in "
+             f"{r['backup']['duration_ms']:,} ms", "none"),
+            ("restarted", ", ".join(r["restarted"]), ", ".join(f["restarted"])),
+            ("after: core, data", f"{r['core']}, {r['data']['repositories']} repositories, file downloads",
+             f"{f['core']}, {f['data']['repositories']} repositories, file downloads"),
+            ("fresh deploy of 3.121 before it (database, then Pulp)", f"{r['deploy_db_s']:.1f} s + {r['deploy_s']:.1f} s",
+             f"{f['deploy_db_s']:.1f} s + {f['deploy_s']:.1f} s")]
+    lines = ["", f"## 7. Pulp upgraded from {FROM} to {TO} with its real migrations, one run each", "",
+             f"Each from a fresh deploy of {FROM} with data written through the REST API ({REPOS + 1} file "
+             "repositories, one file uploaded, published and distributed). A probe asks the API's status and "
+             "the content app every 20 ms; the workers listen on no port, so theirs is from the old container's "
+             "exit to the new one's start (podman events). (a) stops pulp.target (the database keeps running, "
+             "as in refit's flow), pulls, and deploys with the `pulpcore-manager migrate` one-shot "
+             "(bench/baselines/foremanctl/pulp_upgrade.yml). One run each: a run, deploy included, is "
+             "minutes.", "",
+             "| | refit upgrade | (a) the foremanctl way |", "| --- | --- | --- |"]
+    lines += [f"| {a} | {x} | {y} |" for a, x, y in rows]
+    api_r, api_f = r["down"]["pulp-api"]["down_ms"], f["down"]["pulp-api"]["down_ms"]
+    lines += ["", f"refit's upgrade took {r['wall_s']:.1f} s against {f['wall_s']:.1f} s "
+              f"({f['wall_s'] / r['wall_s']:.2f} times as long the foremanctl way); pulp-api was down "
+              f"{api_r / 1000:.1f} s against {api_f / 1000:.1f} s ({api_f / max(api_r, 1):.2f} times)."]
+    return lines
