@@ -3,6 +3,7 @@
 //! whether the image is still local) or as JSON.
 
 use crate::events::{Ending, Run};
+use crate::report::columns;
 use refit_core::results::container_unit::HistoryEntry;
 use serde::Serialize;
 
@@ -76,26 +77,6 @@ pub fn print(run: &Run, as_json: bool, out: impl Fn(&str)) -> Ending {
         out(&table(&rows));
     }
     Ending::Unchanged
-}
-
-/// Left-aligned columns, two spaces apart, as the status table's.
-fn columns<const N: usize>(rows: &[[String; N]]) -> String {
-    let mut widths = [0usize; N];
-    for r in rows {
-        for (w, cell) in widths.iter_mut().zip(r) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    rows.iter()
-        .map(|r| {
-            let line: Vec<String> = r
-                .iter()
-                .zip(widths)
-                .map(|(c, w)| format!("{c:<w$}"))
-                .collect();
-            line.join("  ").trim_end().to_string() + "\n"
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -262,8 +262,8 @@ fn short(id: Option<&str>) -> String {
     }
 }
 
-/// Left-aligned columns, two spaces apart.
-fn columns<const N: usize>(rows: &[[String; N]]) -> String {
+/// Left-aligned columns, two spaces apart (the status and history tables).
+pub fn columns<const N: usize>(rows: &[[String; N]]) -> String {
     let mut widths = [0usize; N];
     for r in rows {
         for (w, cell) in widths.iter_mut().zip(r) {

@@ -132,26 +132,11 @@ pub fn rfc3339(t: SystemTime) -> String {
     )
 }
 
-/// UTC date and time of day, and milliseconds (Howard Hinnant's days-to-civil algorithm).
+/// UTC date and time of day, and milliseconds.
 fn civil(t: SystemTime) -> ((i64, u32, u32), (u64, u64, u64), u32) {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs();
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
-    let month = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (
-        (year, month, day),
-        (rem / 3600, rem % 3600 / 60, rem % 60),
-        d.subsec_millis(),
-    )
+    let (date, time) = refit_core::time::civil(d.as_secs());
+    (date, time, d.subsec_millis())
 }
 
 /// Text without the terminal's colour codes (ESC [ ... letter).
