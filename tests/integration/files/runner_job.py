@@ -5,7 +5,8 @@ holding a project playbook, an inventory, env vars and extra vars, and the job's
 
 PDD is a scratch private data dir; PLAYBOOK a refit.containers playbook (update, deploy, ...).
 Prints one JSON object: rc, status, the per-host stats, and per host the services each
-container_unit task restarted (from the job events, as AWX's job output shows them).
+container_unit task restarted, and each run_migrations task started again after its migration
+(from the job events, as AWX's job output shows them).
 """
 
 from __future__ import annotations
@@ -52,8 +53,15 @@ def main() -> int:
     restarted: dict[str, list[str]] = {}
     for e in r.events:
         data = e.get("event_data", {})
-        if e.get("event") == "runner_on_ok" and data.get("task_action") == "refit.containers.container_unit":
-            restarted.setdefault(data["host"], []).extend(data["res"].get("restarted_services", []))
+        if e.get("event") != "runner_on_ok":
+            continue
+        res, action = data.get("res", {}), data.get("task_action")
+        if action == "refit.containers.container_unit":
+            restarted.setdefault(data["host"], []).extend(res.get("restarted_services", []))
+        elif action == "refit.containers.run_migrations":
+            # start_after: a migrated service is restarted by its migration's call.
+            started = [s for m in res.get("migrations", []) for s in m.get("started", [])]
+            restarted.setdefault(data["host"], []).extend(s for s in started if s.endswith(".service"))
     print(json.dumps({"rc": r.rc, "status": r.status, "stats": r.stats, "restarted": restarted,
                       "stdout_tail": r.stdout.read().splitlines()[-30:]}))
     return 0
