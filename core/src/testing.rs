@@ -1,7 +1,7 @@
 //! Fakes of the host's seams, for unit tests only. They record every call that would change
 //! the host, so a test can assert that nothing was touched.
 
-mod images;
+pub(crate) mod images;
 pub mod sim;
 
 use crate::ansible::{Invocation, ModuleSpec, Outcome};

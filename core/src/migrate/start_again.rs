@@ -20,12 +20,8 @@ pub fn start_again(
     deadline: Duration,
 ) -> Result<Vec<String>, MigrateError> {
     let t0 = host.clock.now();
-    let stop_host = crate::stop_services::Host {
-        systemd: host.systemd,
-        clock: host.clock,
-    };
     let set = host.systemd.show(stopped).map_err(StopError::from)?;
-    let started = start_set(&stop_host, &set, false, t0, deadline)?.started;
+    let started = start_set(&super::stop_host(host), &set, false, t0, deadline)?.started;
     let services: Vec<String> = started
         .iter()
         .filter(|u| u.ends_with(".service"))

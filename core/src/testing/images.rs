@@ -3,18 +3,22 @@
 
 use super::FakePodman;
 use crate::podman::{ImageStore, LocalImage, PodmanError};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+
+/// The names in a fake's image map (a name or ID to an ID) that point at `id`, sorted: its tags.
+pub fn names_of(images: &HashMap<String, String>, id: &str) -> Vec<String> {
+    let mut tags: Vec<String> = images
+        .iter()
+        .filter(|(name, to)| *to == id && *name != id)
+        .map(|(name, _)| name.clone())
+        .collect();
+    tags.sort();
+    tags
+}
 
 impl FakePodman {
     fn names_of(&self, id: &str) -> Vec<String> {
-        let mut tags: Vec<String> = self
-            .images
-            .iter()
-            .filter(|(name, to)| *to == id && *name != id)
-            .map(|(name, _)| name.clone())
-            .collect();
-        tags.sort();
-        tags
+        names_of(&self.images, id)
     }
 
     fn note(&self, call: String) {

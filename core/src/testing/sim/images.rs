@@ -21,14 +21,7 @@ impl SimHost {
 
     /// The names pointing at an image, sorted.
     pub fn tags_of(&self, id: &str) -> Vec<String> {
-        let images = self.images.lock().expect("images");
-        let mut tags: Vec<String> = images
-            .iter()
-            .filter(|(name, to)| *to == id && *name != id)
-            .map(|(name, _)| name.clone())
-            .collect();
-        tags.sort();
-        tags
+        crate::testing::images::names_of(&self.images.lock().expect("images"), id)
     }
 }
 
