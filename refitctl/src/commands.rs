@@ -31,7 +31,7 @@ pub fn run(command: &Command, log: &RunLog) -> Result<Ending, CtlError> {
     let remembered = Parameters::load(&state_dir)?;
     let mut params = remembered.overlay(common)?;
     // One refitctl at a time per state dir; the modules lock each host on their own.
-    let _lock = StateDir::new(&state_dir).lock(&format!("refitctl {}", name(command)))?;
+    let _lock = StateDir::new(&state_dir).lock_at_once(&format!("refitctl {}", name(command)))?;
     let mut extra = Map::new();
     let invocation = |playbook: &str,
                       params: &Parameters,

@@ -1,11 +1,20 @@
 //! The run lock: an flock on `STATE_DIR/lock`, which names its holder so a second run can say
 //! who is in the way. The kernel drops the lock when the holder dies, so a killed run never
 //! leaves a stale lock.
+//!
+//! A lock that is held is waited for, briefly (`patience`): a second controller's preflight
+//! takes it for the milliseconds it needs to refuse, and a live run's next module must not
+//! fail for meeting that refusal in the gap between two of its phases. A holder at real work
+//! keeps it for longer than the patience, and the caller is refused with the holder named.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How often a held lock is tried again while waiting for it.
+const RETRY: Duration = Duration::from_millis(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
@@ -41,7 +50,8 @@ impl Drop for Lock {
 }
 
 impl Lock {
-    pub fn acquire(path: &Path, holder: &str) -> Result<Lock, LockError> {
+    /// Takes the lock, waiting at most `patience` while another process holds it.
+    pub fn acquire(path: &Path, holder: &str, patience: Duration) -> Result<Lock, LockError> {
         let io = |source| LockError::Io {
             path: path.to_path_buf(),
             source,
@@ -65,17 +75,21 @@ impl Lock {
         if !file.metadata().map_err(io)?.is_file() {
             return Err(LockError::Symlink(path.to_path_buf()));
         }
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                let mut holder = String::new();
-                let _ = file.read_to_string(&mut holder);
-                return Err(LockError::Held {
-                    path: path.to_path_buf(),
-                    holder: holder.trim().to_string(),
-                });
+        let deadline = Instant::now() + patience;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(RETRY);
+                }
+                Err(TryLockError::WouldBlock) => {
+                    return Err(LockError::Held {
+                        path: path.to_path_buf(),
+                        holder: holder_note(&mut file),
+                    });
+                }
+                Err(TryLockError::Error(e)) => return Err(io(e)),
             }
-            Err(TryLockError::Error(e)) => return Err(io(e)),
         }
         // The lock file's content is only a note on who holds it, so it is rewritten in place:
         // the inode must stay the one that is locked.
@@ -91,6 +105,16 @@ impl Lock {
     }
 }
 
+/// Who holds the lock, from the note its holder writes just after taking it.
+fn holder_note(file: &mut File) -> String {
+    let mut note = String::new();
+    let _ = file.rewind().and_then(|()| file.read_to_string(&mut note));
+    match note.trim() {
+        "" => "a refit module that is just starting".to_string(),
+        n => n.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,9 +123,31 @@ mod tests {
     fn a_second_holder_is_refused_with_the_first_named() {
         let d = tempfile::tempdir().expect("tempdir");
         let p = d.path().join("lock");
-        let _first = Lock::acquire(&p, "container_unit hello").expect("first");
-        let err = Lock::acquire(&p, "update").expect_err("second must fail");
+        let _first = Lock::acquire(&p, "container_unit hello", Duration::ZERO).expect("first");
+        let t0 = Instant::now();
+        let err =
+            Lock::acquire(&p, "update", Duration::from_millis(100)).expect_err("second must fail");
         assert!(err.to_string().contains("container_unit hello"), "{err}");
+        assert!(
+            t0.elapsed() >= Duration::from_millis(100),
+            "it waited its patience"
+        );
+    }
+
+    #[test]
+    fn a_lock_released_within_the_patience_is_taken() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let p = d.path().join("lock");
+        let first = Lock::acquire(&p, "flow_state refusing", Duration::ZERO).expect("first");
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            drop(first);
+        });
+        let second = Lock::acquire(&p, "container_unit content", Duration::from_secs(5));
+        release.join().expect("release");
+        second.expect("taken once the first let go");
+        let note = std::fs::read_to_string(&p).expect("note");
+        assert!(note.starts_with("container_unit content, pid "), "{note}");
     }
 
     #[test]
@@ -111,7 +157,8 @@ mod tests {
         std::fs::write(&victim, "keep").expect("victim");
         let p = d.path().join("lock");
         std::os::unix::fs::symlink(&victim, &p).expect("link");
-        let err = Lock::acquire(&p, "update").expect_err("a symlink must be refused");
+        let err =
+            Lock::acquire(&p, "update", Duration::ZERO).expect_err("a symlink must be refused");
         assert!(matches!(err, LockError::Symlink(_)), "{err}");
         assert_eq!(std::fs::read_to_string(&victim).expect("read"), "keep");
     }

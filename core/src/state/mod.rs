@@ -18,6 +18,9 @@ use std::path::{Path, PathBuf};
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/refit";
 
 // The directories under the state dir, named once.
+/// How long a module waits for a held state lock before it is refused: longer than any
+/// refusal takes (milliseconds), far shorter than a phase at work (seconds to minutes).
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
 const CHECKPOINTS: &str = "checkpoints";
 const STOPS: &str = "stops";
 const MIGRATIONS: &str = "migrations";
@@ -157,10 +160,21 @@ impl StateDir {
         Ok(dir)
     }
 
-    /// Takes the run lock; a second run meets a clear error naming the holder.
+    /// Takes the run lock for a module's work, waiting out a refusal's brief hold; a second
+    /// run meets a clear error naming the holder.
     pub fn lock(&self, holder: &str) -> Result<Lock, StateError> {
+        self.lock_within(holder, LOCK_PATIENCE)
+    }
+
+    /// Takes the lock for a whole command (refitctl's), whose holder is a whole run: waiting
+    /// would only delay the refusal.
+    pub fn lock_at_once(&self, holder: &str) -> Result<Lock, StateError> {
+        self.lock_within(holder, std::time::Duration::ZERO)
+    }
+
+    fn lock_within(&self, holder: &str, patience: std::time::Duration) -> Result<Lock, StateError> {
         self.ensure("")?;
-        Ok(Lock::acquire(&self.lock_file(), holder)?)
+        Ok(Lock::acquire(&self.lock_file(), holder, patience)?)
     }
 
     pub fn unit_history(&self, unit_file: &str) -> Result<UnitHistory, StateError> {
