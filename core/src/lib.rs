@@ -9,6 +9,7 @@ pub mod host;
 pub mod logging;
 pub mod migrate;
 pub mod order;
+pub mod parallel;
 pub mod plan;
 pub mod podman;
 pub mod quadlet;

@@ -12,6 +12,7 @@ mod failure;
 mod fetch;
 mod links;
 mod observe;
+mod prepare;
 mod report;
 mod retention;
 mod rollback;
@@ -229,9 +230,6 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
         (Some(name), Wanted::RolledBack) => Some(checkpoint::load(&state, name)?),
         _ => None,
     };
-    let mut before = Vec::new();
-    let mut work = Vec::with_capacity(targets.len());
-    let mut unchanged_by_rollback = Vec::new();
     let asked;
     let host = if p.pull == PullPolicy::Always && p.state != Wanted::RolledBack {
         asked = Asked::ask_all(host.registry, &fetch::registry_locations(&targets));
@@ -243,34 +241,18 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
         host
     };
     let pre = observe::prefetch(host, &targets)?;
-    for mut t in targets {
-        let lap = Instant::now();
-        let mut obs = observe::observe(host, &state, &t, &pre)?;
-        before.push((t.name.file_name(), checkpoint::Entry::of(&obs)));
-        let resolved = match &restore_from {
-            Some(cp) => target::resolve_checkpoint(&mut t, &mut obs, cp),
-            None => target::resolve_rollback(&mut t, &mut obs),
-        };
-        match resolved {
-            Ok(()) => {}
-            // Rolling a whole deployment back leaves the units it never changed as they are;
-            // a unit named on its own must have something to go back to.
-            Err(UnitError::NoPrevious(unit)) if batch => {
-                unchanged_by_rollback.push(unit);
-                continue;
-            }
-            Err(e) => return Err(e),
-        }
-        let observed_ms = lap.elapsed().as_millis() as u64;
-        let lap = Instant::now();
-        secrets::ensure(host, &state, &t, inv.check_mode)?;
-        let fetched = fetch::fetch(host, &t, &mut obs, p.pull, inv.check_mode)?;
-        let plan = target::plan_target(&t, &obs);
-        let mut report = Report::new(&t, &obs, &plan, fetched);
-        report.result.duration_ms.observe = Some(observed_ms);
-        report.result.duration_ms.fetch = Some(lap.elapsed().as_millis() as u64);
-        work.push((t, obs, plan, report));
-    }
+    let how = prepare::How {
+        pre: &pre,
+        restore_from: restore_from.as_ref(),
+        batch,
+        pull: p.pull,
+        check: inv.check_mode,
+    };
+    let prepare::Prepared {
+        before,
+        mut work,
+        untouched: unchanged_by_rollback,
+    } = prepare::prepare_all(host, &state, targets, &how)?;
     // quadlet judges every unit to be written before the first one is: a unit it rejects
     // would leave a service that no longer loads after the next daemon-reload.
     for (t, _, plan, _) in &work {

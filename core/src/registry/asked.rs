@@ -28,19 +28,10 @@ impl<'a> Asked<'a> {
                 distinct.push(loc);
             }
         }
-        let mut answers = HashMap::new();
-        for chunk in distinct.chunks(IN_FLIGHT) {
-            std::thread::scope(|s| {
-                let asking: Vec<_> = chunk
-                    .iter()
-                    .map(|loc| (key(loc), s.spawn(|| inner.digest(loc))))
-                    .collect();
-                for (k, h) in asking {
-                    let answer = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-                    answers.insert(k, answer);
-                }
-            });
-        }
+        let answers =
+            crate::parallel::map(distinct, IN_FLIGHT, |loc| (key(loc), inner.digest(loc)))
+                .into_iter()
+                .collect();
         Asked { inner, answers }
     }
 }

@@ -1,0 +1,92 @@
+//! Every target observed, its image fetched and its change planned, before anything changes.
+//! The targets are prepared at once: each is a few round trips of its own (its unit file and
+//! history, the image's inspection, perhaps a pull), and one after the other they were most of
+//! a no-op run's time.
+
+use super::apply::Work;
+use super::checkpoint::{self, Checkpoint};
+use super::observe::{self, Prefetched};
+use super::{Host, PullPolicy, Report, Target, UnitError, fetch, secrets, target};
+use crate::state::StateDir;
+use std::time::Instant;
+
+/// How many targets are prepared at once: enough for a deployment's services, without a
+/// hundred connections to podman for a hundred units.
+const AT_ONCE: usize = 8;
+
+/// What the run does with the targets.
+pub struct Prepared {
+    /// Each target as it was found, for the run's checkpoint.
+    pub before: Vec<(String, checkpoint::Entry)>,
+    pub work: Vec<Work>,
+    /// Units a whole-deployment rollback leaves as they are: nothing to go back to.
+    pub untouched: Vec<String>,
+}
+
+pub struct How<'a> {
+    pub pre: &'a Prefetched,
+    pub restore_from: Option<&'a Checkpoint>,
+    /// The targets are a deployment's `units`, not one unit named on its own.
+    pub batch: bool,
+    pub pull: PullPolicy,
+    pub check: bool,
+}
+
+enum One {
+    Work(Box<Work>),
+    Untouched(String),
+}
+
+/// Prepares every target; the first failure, in the targets' order, fails the whole.
+pub fn prepare_all(
+    host: &Host,
+    state: &StateDir,
+    targets: Vec<Target>,
+    how: &How,
+) -> Result<Prepared, UnitError> {
+    let mut out = Prepared {
+        before: Vec::with_capacity(targets.len()),
+        work: Vec::with_capacity(targets.len()),
+        untouched: Vec::new(),
+    };
+    for prepared in crate::parallel::map(targets, AT_ONCE, |t| prepare(host, state, t, how)) {
+        let (before, one) = prepared?;
+        out.before.push(before);
+        match one {
+            One::Work(w) => out.work.push(*w),
+            One::Untouched(unit) => out.untouched.push(unit),
+        }
+    }
+    Ok(out)
+}
+
+fn prepare(
+    host: &Host,
+    state: &StateDir,
+    mut t: Target,
+    how: &How,
+) -> Result<((String, checkpoint::Entry), One), UnitError> {
+    let lap = Instant::now();
+    let mut obs = observe::observe(host, state, &t, how.pre)?;
+    let before = (t.name.file_name(), checkpoint::Entry::of(&obs));
+    let resolved = match how.restore_from {
+        Some(cp) => target::resolve_checkpoint(&mut t, &mut obs, cp),
+        None => target::resolve_rollback(&mut t, &mut obs),
+    };
+    match resolved {
+        Ok(()) => {}
+        // Rolling a whole deployment back leaves the units it never changed as they are; a
+        // unit named on its own must have something to go back to.
+        Err(UnitError::NoPrevious(unit)) if how.batch => return Ok((before, One::Untouched(unit))),
+        Err(e) => return Err(e),
+    }
+    let observed_ms = lap.elapsed().as_millis() as u64;
+    let lap = Instant::now();
+    secrets::ensure(host, state, &t, how.check)?;
+    let fetched = fetch::fetch(host, &t, &mut obs, how.pull, how.check)?;
+    let plan = target::plan_target(&t, &obs);
+    let mut report = Report::new(&t, &obs, &plan, fetched);
+    report.result.duration_ms.observe = Some(observed_ms);
+    report.result.duration_ms.fetch = Some(lap.elapsed().as_millis() as u64);
+    Ok((before, One::Work(Box::new((t, obs, plan, report)))))
+}
