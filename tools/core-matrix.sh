@@ -5,7 +5,11 @@
 # step runs every scenario on it, so here it gets sanity only. The others get a venv each, from
 # PyPI, pinned, kept in the testbed's cache.
 #
-#   tools/core-matrix.sh          needs the bed up and the collection built (make collection)
+#   tools/core-matrix.sh [sanity|flows]   needs the collection built (make collection), and for
+#                                          the flows the bed up; no argument runs both
+#
+# `make test` runs the two parts apart: sanity needs no bed, so it runs beside the integration
+# suite (which mostly waits on services), and the flows after it.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${REFIT_TESTBED_CACHE:-/var/cache/refit-testbed}
@@ -15,6 +19,14 @@ eval "$("$REPO/tests/testbed/testbed.sh" env)"
 LOGS=${REFIT_TEST_LOGS:-$REFIT_TESTBED_RUN/logs}
 mkdir -p "$LOGS"
 
+part=${1:-all}
+case $part in
+sanity | flows | all) ;;
+*)
+    echo "usage: $0 [sanity|flows]" >&2
+    exit 2
+    ;;
+esac
 passed=0 failed=0
 # Runs NAME CMD..., logs to $LOGS/NAME.log, counts it, and sets `result` to "PASS|FAIL (N s)".
 timed_check() {
@@ -33,8 +45,10 @@ timed_check() {
 }
 
 bed_core=$("$CACHE/venv/bin/python" -c 'import ansible; print(ansible.__version__)')
-timed_check "sanity-$bed_core" "$REPO/tests/sanity/run.sh"
-echo "ansible-core $bed_core (testbed venv): sanity $result; flows: every scenario, in the integration step"
+if [ "$part" != flows ]; then
+    timed_check "sanity-$bed_core" "$REPO/tests/sanity/run.sh"
+    echo "ansible-core $bed_core (testbed venv): sanity $result; flows: every scenario, in the integration step"
+fi
 for core in "${CORES[@]}"; do
     venv=$CACHE/venv-core-${core%.*}
     t0=$(date +%s)
@@ -43,12 +57,17 @@ for core in "${CORES[@]}"; do
         echo "ansible-core $core: FAIL making its venv; log: $LOGS/venv-$core.log"
         continue
     fi
-    venv_s=$(($(date +%s) - t0))
-    timed_check "sanity-$core" env VENV="$venv" "$REPO/tests/sanity/run.sh"
-    sanity=$result
-    timed_check "flow-$core" env REFIT_ANSIBLE_BIN="$venv/bin" REFIT_TEST_LOGS="$LOGS/core-$core" \
-        "$REPO/tests/integration/run.sh" "$FLOW"
-    echo "ansible-core $core: venv ${venv_s} s; sanity $sanity; ${FLOW%.yml} $result"
+    line="ansible-core $core: venv $(($(date +%s) - t0)) s"
+    if [ "$part" != flows ]; then
+        timed_check "sanity-$core" env VENV="$venv" "$REPO/tests/sanity/run.sh"
+        line="$line; sanity $result"
+    fi
+    if [ "$part" != sanity ]; then
+        timed_check "flow-$core" env REFIT_ANSIBLE_BIN="$venv/bin" REFIT_TEST_LOGS="$LOGS/core-$core" \
+            "$REPO/tests/integration/run.sh" "$FLOW"
+        line="$line; ${FLOW%.yml} $result"
+    fi
+    echo "$line"
 done
-echo "core matrix: $passed passed, $failed failed"
+echo "core matrix ($part): $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
