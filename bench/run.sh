@@ -13,7 +13,8 @@ BENCH_VENV=$CACHE/bench-venv
 # same minor as the testbed's, and both refit and the baselines run on it.
 BENCH_SPEC='ansible==12.3.0'
 
-"$TB" up th1
+# REFIT_PULP=1: scenario 7 deploys Pulp on PostgreSQL (its images are cached by their recipe).
+REFIT_PULP=1 "$TB" up th1
 trap '"$TB" down' EXIT
 eval "$("$TB" env)"
 if [ "$(cat "$BENCH_VENV/.refit-spec" 2>/dev/null)" != "$BENCH_SPEC" ]; then
@@ -30,3 +31,8 @@ python3 "$REPO/bench/bench.py" "$@" "$REPO/bench/RESULTS.md"
 # file, then appended to RESULTS.md so one file holds the whole run.
 python3 "$REPO/bench/transport.py" "$REPO/bench/TRANSPORT.md"
 { echo; sed 's/^# /## /' "$REPO/bench/TRANSPORT.md"; } >> "$REPO/bench/RESULTS.md"
+# The fleet (issue 20): fl1..fl10 booted beside th1 and removed again, its own file, appended.
+fleet_args=()
+case " $* " in *" --quick "*) fleet_args=(--quick) ;; esac
+python3 "$REPO/bench/fleet_bench.py" "${fleet_args[@]}" "$REPO/bench/FLEET.md"
+{ echo; sed 's/^# /## /' "$REPO/bench/FLEET.md"; } >> "$REPO/bench/RESULTS.md"
