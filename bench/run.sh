@@ -31,8 +31,3 @@ python3 "$REPO/bench/bench.py" "$@" "$REPO/bench/RESULTS.md"
 # file, then appended to RESULTS.md so one file holds the whole run.
 python3 "$REPO/bench/transport.py" "$REPO/bench/TRANSPORT.md"
 { echo; sed 's/^# /## /' "$REPO/bench/TRANSPORT.md"; } >> "$REPO/bench/RESULTS.md"
-# The fleet (issue 20): fl1..fl10 booted beside th1 and removed again, its own file, appended.
-fleet_args=()
-case " $* " in *" --quick "*) fleet_args=(--quick) ;; esac
-python3 "$REPO/bench/fleet_bench.py" "${fleet_args[@]}" "$REPO/bench/FLEET.md"
-{ echo; sed 's/^# /## /' "$REPO/bench/FLEET.md"; } >> "$REPO/bench/RESULTS.md"
