@@ -3,10 +3,7 @@
 # PID 1 is not systemd (Debian 12, root, hybrid cgroups, no CAP_SYS_RESOURCE).
 #
 #   testbed.sh up [HOST...]        install, build or reuse the rootfs, boot hosts (default: th1),
-#                                  start the registry, push the test images, write the inventory;
-#                                  a new bed: hosts already up are stopped first
-#   testbed.sh add HOST...         boot more hosts into the bed that is up, keeping those running
-#                                  (a host named np* has no python3 at all: issue 18)
+#                                  start the registry, push the test images, write the inventory
 #   testbed.sh down                stop everything this bed started, unmount, remove cgroups
 #   testbed.sh reboot HOST         clean poweroff of HOST, then boot it again on the same disk
 #                                  (its init gets a new pid: the inventory is rewritten)
@@ -295,10 +292,6 @@ boot_host() {
     mkdir -p "$d"/{upper,work,root,containers}
     mountpoint -q "$d/root" || mount -t overlay overlay -o "lowerdir=$ROOTFS,upperdir=$d/upper,workdir=$d/work" "$d/root"
     echo "$name" > "$d/root/etc/hostname"
-    # A host named np* has no Python (issue 18): removed in its merged view, the files become
-    # whiteouts in its upper layer, so `python3` is not found there at all and only refit's own
-    # modules and `raw` run. Again at each boot: a no-op once they are gone.
-    case $name in np*) rm -rf "$d/root"/usr/bin/python3* "$d/root"/usr/lib/python3* "$d/root"/usr/local/lib/python3* ;; esac
     # A reboot keeps the machine's identity; a new host gets one of its own.
     if [ ! -s "$d/upper/etc/machine-id" ]; then
         od -An -N16 -tx1 /dev/urandom | tr -d ' \n' > "$d/root/etc/machine-id"
@@ -391,7 +384,6 @@ write_ansible_config() {
         done
         echo
         echo "[testhosts:vars]"
-        # On an np* host this names nothing: a Python module fails there, as it should.
         echo "ansible_python_interpreter=/usr/bin/python3"
         echo "testbed_registry=$REGISTRY"
         echo "ansible_user=root"
@@ -452,28 +444,6 @@ cmd_up() {
     log "up in $(($(now_ms) - t0)) ms: hosts ${hosts[*]}, registry $REGISTRY; for Ansible: eval \"\$($0 env)\""
 }
 
-# Boots HOSTs beside the hosts of the bed that is up, and rewrites the inventory with all of
-# them (the new ones last, so the others keep their ports); `up` would stop the others.
-cmd_add() {
-    [ -f "$RUN/hosts.list" ] || die "no bed is up; run: $0 up $*"
-    local hosts new=() h t0
-    mapfile -t hosts < "$RUN/hosts.list"
-    t0=$(now_ms)
-    for h in "$@"; do
-        if printf '%s\n' "${hosts[@]}" | grep -qxF -- "$h"; then
-            log "$h is in the bed already"
-        else
-            new+=("$h")
-        fi
-    done
-    for h in "${new[@]}"; do phase "boot-$h" boot_host "$h"; done
-    for h in "${new[@]}"; do phase "wait-$h" wait_host "$h"; done
-    hosts+=("${new[@]}")
-    write_ansible_config "${hosts[@]}"
-    printf '%s\n' "${hosts[@]}" > "$RUN/hosts.list"
-    log "added ${new[*]:-nothing} in $(($(now_ms) - t0)) ms: hosts ${hosts[*]}"
-}
-
 cmd_down() {
     local t0
     t0=$(now_ms)
@@ -504,10 +474,6 @@ main() {
     [ $# -gt 0 ] && shift
     case $cmd in
     up) cmd_up "$@" ;;
-    add)
-        [ $# -ge 1 ] || die "usage: $0 add HOST..."
-        cmd_add "$@"
-        ;;
     down) cmd_down ;;
     reboot)
         [ $# -eq 1 ] || die "usage: $0 reboot HOST"
