@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: refit against the foremanctl way (containers.podman), the naive flow and podman
 # auto-update, on one test host, with the limit (a bare systemctl restart) measured in the same
-# go, and the no-op update over SSH (bench/transport.py). Prints a markdown table and writes it
+# go, the no-op update over SSH (bench/transport.py) and over a fleet (bench/fleet_bench.py). Prints a markdown table and writes it
 # to bench/RESULTS.md. The testbed is torn down at the
 # end, also when a scenario fails. `--quick` runs fewer repetitions (a smoke of the script).
 set -euo pipefail
@@ -31,3 +31,6 @@ python3 "$REPO/bench/bench.py" "$@" "$REPO/bench/RESULTS.md"
 # file, then appended to RESULTS.md so one file holds the whole run.
 python3 "$REPO/bench/transport.py" "$REPO/bench/TRANSPORT.md"
 { echo; sed 's/^# /## /' "$REPO/bench/TRANSPORT.md"; } >> "$REPO/bench/RESULTS.md"
+# The fleet: fl1..fl10 booted beside th1, the no-op and a z-stream over 1, 5 and 10 hosts.
+python3 "$REPO/bench/fleet_bench.py" "$REPO/bench/FLEET.md"
+{ echo; sed 's/^# /## /' "$REPO/bench/FLEET.md"; } >> "$REPO/bench/RESULTS.md"

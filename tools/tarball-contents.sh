@@ -10,7 +10,8 @@ members=$(tar -tzf "$1")
 missing=()
 for want in LICENSE THIRD-PARTY-NOTICES.txt CHANGELOG.md changelogs/changelog.yaml \
     docs/docsite/links.yml docs/docsite/extra-docs.yml meta/runtime.yml meta/execution-environment.yml \
-    plugins/modules/container_unit plugins/modules/container_unit.yml plugins/callback/progress.py; do
+    plugins/modules/container_unit plugins/modules/container_unit.yml plugins/callback/progress.py \
+    plugins/action/flow_state.py plugins/plugin_utils/cached_binary.py; do
     grep -qxF "$want" <<< "$members" || missing+=("$want")
 done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -65,3 +65,25 @@ fn container_unit_refuses_bad_input_by_parameter_without_podman() {
 fn run_migrations_refuses_bad_input_by_parameter_without_podman() {
     refuse_all("run_migrations", "t_migration_cases");
 }
+
+/// refit's action (plugins/plugin_utils/cached_binary.py) sends the args on standard input,
+/// named `-`: the same refusal comes back as from an args file.
+#[test]
+fn args_on_standard_input_are_judged_as_an_args_file_is() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = json!({"name": "a/b", "image": "svc:1", "state_dir": dir.path().join("state")});
+    let out = Command::cargo_bin("container_unit")
+        .expect("binary")
+        .arg("-")
+        .write_stdin(args.to_string())
+        .output()
+        .expect("run");
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert_eq!(result["failed"], json!(true), "{result}");
+    let msg = result["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("name"), "{msg}");
+    assert!(
+        !dir.path().join("state").exists(),
+        "bad input created a dir"
+    );
+}

@@ -227,6 +227,8 @@ fn samples(module: &str) -> Vec<serde_json::Value> {
                     source: "app".into(),
                     pending: true,
                     msg: "pending".into(),
+                    image_id: Some("sha256:aa".into()),
+                    checked: true,
                 }]),
                 run_id: Some("update-20261201T000000.000000".into()),
                 target_written: true,

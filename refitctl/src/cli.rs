@@ -136,9 +136,24 @@ pub struct Common {
     /// A `podman save -m` archive on each host, loaded before anything else
     #[arg(long, value_name = "PATH", requires = "offline")]
     pub image_archive: Option<PathBuf>,
+    /// The registry logins on each host (podman's auth.json format), for pulls and digest
+    /// lookups [default: podman's own lookup order]; remembered, never read by refitctl
+    #[arg(long, value_name = "PATH")]
+    pub auth_file: Option<PathBuf>,
     /// Hosts changed at once: a number or a percentage (Ansible's serial)
     #[arg(long, value_name = "N")]
     pub serial: Option<String>,
+    /// A first wave of N hosts (or of the hosts matching PATTERN), alone; the run stops if one
+    /// fails or does not stay converged for --canary-soak; never remembered
+    #[arg(long, value_name = "N|PATTERN")]
+    pub canary: Option<String>,
+    /// Seconds the canary hosts must stay converged before the other waves [default: 10]
+    #[arg(long, value_name = "S", requires = "canary")]
+    pub canary_soak: Option<u64>,
+    /// A wave goes on past this share of its hosts failed, in percent (Ansible's
+    /// max_fail_percentage) [default: 0]; never remembered
+    #[arg(long, value_name = "PCT", value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub max_fail_percentage: Option<u8>,
     /// Where refitctl remembers its parameters [default: /var/lib/refit/refitctl, or $REFITCTL_STATE_DIR]
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
@@ -166,6 +181,8 @@ pub enum Remembered {
     /// `--offline`, and the `--image-archive` that only applies with it.
     Offline,
     ImageArchive,
+    /// `--auth-file`: podman's own lookup order applies again.
+    AuthFile,
     Serial,
     /// The stream an upgrade moved to: the deployment file's own applies again.
     Stream,

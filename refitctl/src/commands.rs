@@ -33,6 +33,16 @@ pub fn run(command: &Command, log: &RunLog) -> Result<Ending, CtlError> {
     // One refitctl at a time per state dir; the modules lock each host on their own.
     let _lock = StateDir::new(&state_dir).lock_at_once(&format!("refitctl {}", name(command)))?;
     let mut extra = Map::new();
+    // Not remembered, like --limit: a canary is a choice for one run.
+    if let Some(c) = &common.canary {
+        extra.insert("refit_canary_hosts".into(), Value::from(c.as_str()));
+    }
+    if let Some(s) = common.canary_soak {
+        extra.insert("refit_canary_soak".into(), Value::from(s));
+    }
+    if let Some(p) = common.max_fail_percentage {
+        extra.insert("refit_max_fail_percentage".into(), Value::from(p));
+    }
     let invocation = |playbook: &str,
                       params: &Parameters,
                       extra: Map<String, Value>,
@@ -114,6 +124,9 @@ pub fn run(command: &Command, log: &RunLog) -> Result<Ending, CtlError> {
         }
     };
     let ending = run.ending();
+    if !common.check {
+        fleet_line(&run, &ending, &params, common, log);
+    }
     if matches!(ending, Ending::Unchanged | Ending::Changed) {
         // A check run changed nothing; what it would change is its plan.
         if common.check {
@@ -129,6 +142,29 @@ pub fn run(command: &Command, log: &RunLog) -> Result<Ending, CtlError> {
         }
     }
     Ok(ending)
+}
+
+/// Over several hosts, which were updated, unchanged, failed and never touched. Only a run that
+/// stopped can have left hosts untouched, so only then are the inventory's hosts asked for.
+fn fleet_line(run: &Run, ending: &Ending, params: &Parameters, common: &Common, log: &RunLog) {
+    let stopped = matches!(ending, Ending::Failed(_) | Ending::Refused(_));
+    let play_hosts = match (&params.inventory, stopped) {
+        (Some(inventory), true) => crate::fleet::list_hosts(
+            &crate::playbook::ansible_playbook(),
+            inventory,
+            common.limit.as_deref(),
+        ),
+        (_, false) => Some(Vec::new()),
+        // The default inventory is this host alone.
+        (None, true) => Some(Vec::new()),
+    };
+    let Some(f) = crate::fleet::fleet(run, play_hosts.as_deref().unwrap_or_default()) else {
+        return;
+    };
+    let hosts = f.updated.len() + f.unchanged.len() + f.failed.len() + f.untouched.len();
+    if hosts > 1 || common.canary.is_some() {
+        stderr(log, &crate::fleet::text(&f, play_hosts.is_some()));
+    }
 }
 
 fn print_plan(run: &Run, as_json: bool, diff: bool, log: &RunLog) -> Ending {

@@ -153,7 +153,14 @@ impl Run {
             return Ending::Failed(format!("{} is unreachable: {}", e.host, e.msg()));
         }
         if let Some(first) = failed.first() {
-            if first.phase == Phase::Preflight && first.is("flow_state") {
+            // Over several hosts, one refused while others changed is a failed run, not one
+            // that touched nothing.
+            let changed = self
+                .stats
+                .iter()
+                .flat_map(|s| s.values())
+                .any(|h| h.changed > 0);
+            if first.phase == Phase::Preflight && first.is("flow_state") && !changed {
                 return Ending::Refused(format!("{}: {}", first.host, first.msg()));
             }
             // The flow's last word on a host sums up what failed, after its recovery.

@@ -6,6 +6,7 @@ mod commands;
 mod diffs;
 mod error;
 mod events;
+mod fleet;
 mod history;
 mod json;
 mod memory;

@@ -16,6 +16,8 @@ pub struct Parameters {
     #[serde(default)]
     pub offline: bool,
     pub image_archive: Option<PathBuf>,
+    #[serde(default)]
+    pub auth_file: Option<PathBuf>,
     pub serial: Option<String>,
     /// The stream the hosts were last brought to; the deployment file's own until an upgrade.
     pub stream: Option<String>,
@@ -52,6 +54,7 @@ impl Parameters {
                 self.image_archive = None;
             }
             Remembered::ImageArchive => self.image_archive = None,
+            Remembered::AuthFile => self.auth_file = None,
             Remembered::Serial => self.serial = None,
             Remembered::Stream => self.stream = None,
         }
@@ -74,6 +77,7 @@ impl Parameters {
                 (None, true) => self.image_archive.clone(),
                 (None, false) => None,
             },
+            auth_file: flags.auth_file.clone().or_else(|| self.auth_file.clone()),
             serial: flags.serial.clone().or_else(|| self.serial.clone()),
             stream: self.stream.clone(),
         })
@@ -95,6 +99,7 @@ mod tests {
             deployment: Some("/srv/deployment.yml".into()),
             offline: true,
             image_archive: Some("/srv/images.tar".into()),
+            auth_file: Some("/etc/refit/auth.json".into()),
             serial: Some("1".into()),
             stream: Some("1.1".into()),
         };
@@ -112,18 +117,28 @@ mod tests {
         assert!(!now.offline);
         assert_eq!(now.image_archive, None, "an archive only applies offline");
         assert_eq!(now.serial.as_deref(), Some("1"));
+        assert_eq!(
+            now.auth_file, remembered.auth_file,
+            "a login stays remembered"
+        );
 
         let forgot = loaded.overlay(&Common {
             forget: vec![
                 Remembered::Inventory,
                 Remembered::Serial,
                 Remembered::Stream,
+                Remembered::AuthFile,
             ],
             ..Common::default()
         })?;
         assert_eq!(
-            (forgot.inventory, forgot.serial, forgot.stream),
-            (None, None, None)
+            (
+                forgot.inventory,
+                forgot.serial,
+                forgot.stream,
+                forgot.auth_file
+            ),
+            (None, None, None, None)
         );
         assert_eq!(
             forgot.deployment, remembered.deployment,

@@ -153,6 +153,9 @@ impl Invocation<'_> {
         if let Some(a) = &p.image_archive {
             vars.insert("refit_image_archive".into(), a.display().to_string().into());
         }
+        if let Some(a) = &p.auth_file {
+            vars.insert("refit_auth_file".into(), a.display().to_string().into());
+        }
         if let Some(s) = &p.serial {
             vars.insert("refit_serial".into(), s.clone().into());
         }
@@ -212,7 +215,7 @@ impl Invocation<'_> {
     }
 }
 
-fn ansible_playbook() -> String {
+pub fn ansible_playbook() -> String {
     std::env::var("REFITCTL_ANSIBLE_PLAYBOOK").unwrap_or_else(|_| "ansible-playbook".into())
 }
 

@@ -432,7 +432,7 @@ fn forget_drops_a_remembered_parameter_and_refuses_an_unknown_name() {
         "{err}"
     );
     assert!(
-        err.contains("inventory, deployment, offline, image-archive, serial, stream"),
+        err.contains("inventory, deployment, offline, image-archive, auth-file, serial, stream"),
         "{err}"
     );
 }

@@ -3,7 +3,12 @@
 # PID 1 is not systemd (Debian 12, root, hybrid cgroups, no CAP_SYS_RESOURCE).
 #
 #   testbed.sh up [HOST...]        install, build or reuse the rootfs, boot hosts (default: th1),
-#                                  start the registry, push the test images, write the inventory
+#                                  start the registry, push the test images, write the inventory;
+#                                  a new bed: hosts already up are stopped first
+#   testbed.sh add HOST...         boot more hosts into the bed that is up, keeping those running
+#                                  (a host named np* has no python3 at all: issue 18)
+#   testbed.sh remove HOST...      power HOSTs off and drop them from the bed and its inventory,
+#                                  the others running on (hosts listed after them get new ports)
 #   testbed.sh down                stop everything this bed started, unmount, remove cgroups
 #   testbed.sh reboot HOST         clean poweroff of HOST, then boot it again on the same disk
 #                                  (its init gets a new pid: the inventory is rewritten)
@@ -12,6 +17,8 @@
 #                                  build a new test image and push it under REPO:TAG
 #   testbed.sh archive OUT REF...  pull REFs from the registry and `podman save -m` them to OUT
 #   testbed.sh registry stop|start take the registry away (offline tests) and bring it back
+#                                  (a second one, on $LOGIN_REGISTRY, wants a login: its auth.json
+#                                  is $RUN/login-registry/auth.json; `publish` pushes with it)
 #   testbed.sh registry pause|resume  freeze the registry (it stops answering) and thaw it
 #   testbed.sh pulp-images         build (cached by recipe) and push the Pulp and PostgreSQL images
 #                                  (tests/testbed/pulp); `up` does it too when REFIT_PULP=1
@@ -26,6 +33,8 @@ CACHE=${REFIT_TESTBED_CACHE:-/var/cache/refit-testbed}
 RUN=${REFIT_TESTBED_RUN:-/var/tmp/refit-testbed}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 REGISTRY=127.0.0.1:5000
+# A registry that wants a login (htpasswd, a password new with each bed): private registries.
+LOGIN_REGISTRY=127.0.0.1:5001
 ROOTFS=$CACHE/rootfs-trixie
 VENV=$CACHE/venv
 # Bump when the rootfs recipe below changes, so cached rootfs are rebuilt.
@@ -182,6 +191,35 @@ stop_registry() {
     stop_pidfile "$RUN/registry.pid"
 }
 
+# The login registry: distribution's htpasswd auth (bcrypt, cost 4 so each request does not
+# spend a quarter second hashing), over plain HTTP on loopback, which distribution 2.8 allows.
+# Starts empty; `publish 127.0.0.1:5001/...` fills it.
+start_login_registry() {
+    local d=$RUN/login-registry pw
+    mkdir -p "$d/data"
+    pw=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+    printf '%s' "$pw" > "$d/password"
+    printf 'refit:%s\n' "$(python3 -W ignore -c 'import crypt, sys; print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16)))' "$pw")" > "$d/htpasswd"
+    printf '{"auths": {"%s": {"auth": "%s"}}}\n' "$LOGIN_REGISTRY" "$(printf 'refit:%s' "$pw" | base64 -w0)" > "$d/auth.json"
+    chmod 600 "$d/password" "$d/htpasswd" "$d/auth.json"
+    cat > "$d/registry.yml" <<EOF
+version: 0.1
+log: {level: warn, accesslog: {disabled: true}}
+storage: {filesystem: {rootdirectory: $d/data}, delete: {enabled: true}}
+http: {addr: $LOGIN_REGISTRY}
+auth: {htpasswd: {realm: refit-testbed, path: $d/htpasswd}}
+EOF
+    (close_inherited_fds; exec docker-registry serve "$d/registry.yml") > "$d/registry.log" 2>&1 &
+    echo $! > "$RUN/login-registry.pid"
+    for _ in $(seq 100); do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$LOGIN_REGISTRY/v2/")" = 401 ] && return
+        sleep 0.1
+    done
+    die "the login registry did not answer on $LOGIN_REGISTRY within 10 s; see $d/registry.log"
+}
+
+stop_login_registry() { stop_pidfile "$RUN/login-registry.pid"; }
+
 # Kills the process named in a pid file, waits for it (bounded), and removes the file.
 stop_pidfile() {
     local f=$1 p
@@ -240,7 +278,9 @@ build_image() {
     host_podman build -q --no-cache --pull=never --network none --format docker \
         --build-arg BASE="$base" --build-arg VERSION="$version" --build-arg MODE="$mode" --build-arg SCHEMA="$schema" \
         "${tag_args[@]}" -f "$REPO/tests/testbed/image/Containerfile" "$REPO/tests/testbed/image" > /dev/null
-    for t in "$@"; do host_podman push -q --tls-verify=false "$t"; done
+    local auth=()
+    [ -f "$RUN/login-registry/auth.json" ] && auth=(--authfile "$RUN/login-registry/auth.json")
+    for t in "$@"; do host_podman push -q --tls-verify=false "${auth[@]}" "$t"; done
     forget_images "$@"
 }
 
@@ -292,6 +332,10 @@ boot_host() {
     mkdir -p "$d"/{upper,work,root,containers}
     mountpoint -q "$d/root" || mount -t overlay overlay -o "lowerdir=$ROOTFS,upperdir=$d/upper,workdir=$d/work" "$d/root"
     echo "$name" > "$d/root/etc/hostname"
+    # A host named np* has no Python (issue 18): removed in its merged view, the files become
+    # whiteouts in its upper layer, so `python3` is not found there at all and only refit's own
+    # modules and `raw` run. Again at each boot: a no-op once they are gone.
+    case $name in np*) rm -rf "$d/root"/usr/bin/python3* "$d/root"/usr/lib/python3* "$d/root"/usr/local/lib/python3* ;; esac
     # A reboot keeps the machine's identity; a new host gets one of its own.
     if [ ! -s "$d/upper/etc/machine-id" ]; then
         od -An -N16 -tx1 /dev/urandom | tr -d ' \n' > "$d/root/etc/machine-id"
@@ -375,17 +419,28 @@ enter() {
 }
 
 write_ansible_config() {
-    local port=18000
+    # The hosts share one network (Network=host): each needs ports of its own. The first two
+    # keep the bases the examples and the benches were written for (tests at 18000/18100, the
+    # deployment at 18200/18300); every later host gets a block of 200 above 20000.
+    local i=0 port refit_port
     {
         echo "[testhosts]"
         for name in "$@"; do
-            echo "$name ansible_connection=refit_testhost refit_testhost_pid=$(leader_pid "$name") testbed_port_base=$port refit_port_base=$((port + 200)) ansible_host=127.0.0.1 ansible_port=$(ssh_port "$name")"
-            port=$((port + 100))
+            if [ $i -lt 2 ]; then
+                port=$((18000 + 100 * i)) refit_port=$((18200 + 100 * i))
+            else
+                port=$((20000 + 200 * (i - 2))) refit_port=$((20100 + 200 * (i - 2)))
+            fi
+            echo "$name ansible_connection=refit_testhost refit_testhost_pid=$(leader_pid "$name") testbed_port_base=$port refit_port_base=$refit_port ansible_host=127.0.0.1 ansible_port=$(ssh_port "$name")"
+            i=$((i + 1))
         done
         echo
         echo "[testhosts:vars]"
+        # On an np* host this names nothing: a Python module fails there, as it should.
         echo "ansible_python_interpreter=/usr/bin/python3"
         echo "testbed_registry=$REGISTRY"
+        echo "testbed_login_registry=$LOGIN_REGISTRY"
+        echo "testbed_login_auth_file=$RUN/login-registry/auth.json"
         echo "ansible_user=root"
         echo "ansible_ssh_private_key_file=$RUN/ssh/id_ed25519"
         echo "ansible_ssh_common_args='-o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no'"
@@ -414,6 +469,7 @@ clean_stale() {
         done
     fi
     stop_registry
+    stop_login_registry
     while read -r mnt; do umount -l "$mnt" || true; done < <(awk -v r="$RUN" '$2 ~ "^"r {print $2}' /proc/mounts | sort -r)
     for h in "${CGROUP_HIERARCHIES[@]}"; do
         for c in "$h"/refit-testbed-*; do
@@ -435,6 +491,7 @@ cmd_up() {
     phase rootfs build_rootfs
     phase venv make_venv
     phase registry start_registry
+    phase login-registry start_login_registry
     for h in "${hosts[@]}"; do phase "boot-$h" boot_host "$h"; done
     phase images push_images
     [ -z "${REFIT_PULP:-}" ] || phase pulp-images pulp_images
@@ -442,6 +499,42 @@ cmd_up() {
     write_ansible_config "${hosts[@]}"
     printf '%s\n' "${hosts[@]}" > "$RUN/hosts.list"
     log "up in $(($(now_ms) - t0)) ms: hosts ${hosts[*]}, registry $REGISTRY; for Ansible: eval \"\$($0 env)\""
+}
+
+# Boots HOSTs beside the hosts of the bed that is up, and rewrites the inventory with all of
+# them (the new ones last, so the others keep their ports); `up` would stop the others.
+cmd_add() {
+    [ -f "$RUN/hosts.list" ] || die "no bed is up; run: $0 up $*"
+    local hosts new=() h t0
+    mapfile -t hosts < "$RUN/hosts.list"
+    t0=$(now_ms)
+    for h in "$@"; do
+        if [[ " ${hosts[*]} ${new[*]} " == *" $h "* ]]; then
+            log "$h is in the bed already"
+        else
+            new+=("$h")
+        fi
+    done
+    for h in "${new[@]}"; do phase "boot-$h" boot_host "$h"; done
+    for h in "${new[@]}"; do phase "wait-$h" wait_host "$h"; done
+    hosts+=("${new[@]}")
+    write_ansible_config "${hosts[@]}"
+    printf '%s\n' "${hosts[@]}" > "$RUN/hosts.list"
+    log "added ${new[*]:-nothing} in $(($(now_ms) - t0)) ms: hosts ${hosts[*]}"
+}
+
+# Stops HOSTs of the bed that is up and drops them from it, disk and all; the rest run on.
+cmd_remove() {
+    local t0 keep=() h
+    t0=$(now_ms)
+    [ -f "$RUN/hosts.list" ] || die "no bed is up"
+    # On fd 3: stop_host's commands keep stdin.
+    while read -r -u 3 h; do
+        if [[ " $* " == *" $h "* ]]; then phase "stop-$h" stop_host "$h"; else keep+=("$h"); fi
+    done 3< "$RUN/hosts.list"
+    write_ansible_config "${keep[@]}"
+    if [ ${#keep[@]} -gt 0 ]; then printf '%s\n' "${keep[@]}"; fi > "$RUN/hosts.list"
+    log "removed $* in $(($(now_ms) - t0)) ms: hosts ${keep[*]:-none}"
 }
 
 cmd_down() {
@@ -474,6 +567,14 @@ main() {
     [ $# -gt 0 ] && shift
     case $cmd in
     up) cmd_up "$@" ;;
+    add)
+        [ $# -ge 1 ] || die "usage: $0 add HOST..."
+        cmd_add "$@"
+        ;;
+    remove)
+        [ $# -ge 1 ] || die "usage: $0 remove HOST..."
+        cmd_remove "$@"
+        ;;
     down) cmd_down ;;
     reboot)
         [ $# -eq 1 ] || die "usage: $0 reboot HOST"
@@ -501,10 +602,12 @@ main() {
         case ${1:-} in
         stop) stop_registry ;;
         start) start_registry ;;
+        # The login registry alone, again (a bed brought up before it existed has none).
+        login-start) stop_login_registry && start_login_registry ;;
         # A registry that stops answering, connections held open and unserved, and its return.
         pause) kill -STOP "$(cat "$RUN/registry.pid")" ;;
         resume) kill -CONT "$(cat "$RUN/registry.pid")" ;;
-        *) die "usage: $0 registry stop|start|pause|resume" ;;
+        *) die "usage: $0 registry stop|start|pause|resume|login-start" ;;
         esac
         ;;
     env) cmd_env ;;

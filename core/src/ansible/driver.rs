@@ -22,6 +22,9 @@ pub struct Invocation {
     pub verbosity: u8,
     pub no_log: bool,
     pub tmpdir: Option<PathBuf>,
+    /// The name the controller's action asks this binary to keep a copy of itself under
+    /// (`_refit_keep_as`; ansible/keep.rs).
+    pub keep_as: Option<String>,
 }
 
 /// Set to any value, the driver panics inside the module body. It exists to prove, in tests,
@@ -50,12 +53,18 @@ pub enum ArgsError {
     NotObject(PathBuf),
 }
 
-/// Splits an args file into the user's parameters and the invocation's internal keys.
+/// Splits an args file into the user's parameters and the invocation's internal keys. The
+/// path `-` is standard input, where refit's own action sends them (one round trip).
 pub fn read_args(path: &Path) -> Result<(Map<String, Value>, Invocation, bool), ArgsError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ArgsError::Read {
+    let read = |source| ArgsError::Read {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    let text = if path == Path::new("-") {
+        std::io::read_to_string(std::io::stdin()).map_err(read)?
+    } else {
+        std::fs::read_to_string(path).map_err(read)?
+    };
     let value: Value = serde_json::from_str(&text).map_err(|source| ArgsError::Json {
         path: path.to_path_buf(),
         source,
@@ -75,6 +84,7 @@ pub fn read_args(path: &Path) -> Result<(Map<String, Value>, Invocation, bool), 
             "_ansible_verbosity" => inv.verbosity = v.as_u64().unwrap_or(0).min(9) as u8,
             "_ansible_tmpdir" => inv.tmpdir = v.as_str().map(PathBuf::from),
             "_ansible_ignore_unknown_opts" => ignore_unknown = flag(&v),
+            "_refit_keep_as" => inv.keep_as = v.as_str().map(str::to_string),
             // Other internal keys come and go with ansible-core versions.
             _ if k.starts_with("_ansible_") => {}
             _ => {
@@ -185,6 +195,15 @@ where
         }
     };
     mask(&mut json, &with_escaped_forms(secrets));
+    // Not in check mode, and not for a call that failed (bad input touches nothing on the host).
+    let kept = !inv.check_mode && json.get("failed") == Some(&Value::Bool(false));
+    if let Some(name) = inv.keep_as.as_deref().filter(|_| kept) {
+        // Best effort: a host that cannot keep a copy runs every call the usual way.
+        match super::keep::keep_self(spec.name, name, Path::new(super::keep::KEEP_DIR)) {
+            Ok(kept) => tracing::debug!(kept, "{name} kept in {}", super::keep::KEEP_DIR),
+            Err(e) => tracing::debug!("{e}"),
+        }
+    }
     json
 }
 

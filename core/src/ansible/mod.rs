@@ -3,6 +3,7 @@
 
 pub mod doc;
 pub mod driver;
+pub mod keep;
 pub mod mask;
 pub mod result;
 pub mod spec;

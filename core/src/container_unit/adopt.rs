@@ -9,7 +9,7 @@ use super::observe::ServiceObs;
 use super::target::Desired;
 use crate::plan::Wanted;
 use crate::podman::Health;
-use crate::state::{StateDir, StateError};
+use crate::state::{RevisionRecord, StateDir, StateError};
 
 /// Records, for every unchanged target wanted started, the revision it was seen converged on,
 /// where refit's history has another as the last that ran.
@@ -30,7 +30,12 @@ pub fn record_converged(state: &StateDir, work: &[Work]) -> Result<(), StateErro
             continue;
         }
         let mut history = obs.history.clone();
-        history.record(record(d, Some(image_id.to_string())));
+        // The stream of the flow that started it, as a revision this run restarted gets.
+        let stream = super::retention::stream_now(state);
+        history.record(RevisionRecord {
+            stream,
+            ..record(d, Some(image_id.to_string()))
+        });
         state.save_unit_history(&t.name.file_name(), &history)?;
     }
     Ok(())

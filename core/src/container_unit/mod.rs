@@ -70,6 +70,9 @@ pub struct Params {
     pub units: Vec<UnitParams>,
     pub state: Wanted,
     pub pull: PullPolicy,
+    /// Registry logins for pulls and digest lookups; None for podman's own lookup.
+    #[serde(default)]
+    pub auth_file: Option<PathBuf>,
     pub rollback: bool,
     pub timeout: u64,
     pub min_healthy_time: u64,
@@ -341,9 +344,12 @@ pub fn validate(p: &Params) -> Result<(), UnitError> {
 pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, UnitError> {
     // Every parameter is checked before the first podman or systemd call.
     validate(&p)?;
+    // Read before podman is reached: a bad auth_file fails with nothing touched.
+    let registry = crate::registry::HttpRegistry::for_auth_file(p.auth_file.as_deref())
+        .map_err(crate::registry::RegistryError::from)?;
     let podman = crate::podman::PodmanApi::connect(&p.podman_socket)?
-        .with_pull_timeout(Duration::from_secs(p.timeout));
-    let registry = crate::registry::HttpRegistry::from_host();
+        .with_pull_timeout(Duration::from_secs(p.timeout))
+        .with_registry_auth(registry.pull_auth());
     run(p, inv, &Host::real(&podman, &registry))
 }
 

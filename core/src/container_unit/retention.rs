@@ -200,7 +200,7 @@ fn removable(img: &LocalImage, repo: &str, in_use: Option<&BTreeSet<String>>) ->
 }
 
 /// The stream the host is going to (a flow's lease) or is on (the last finished flow's).
-fn stream_now(state: &StateDir) -> Option<String> {
+pub(super) fn stream_now(state: &StateDir) -> Option<String> {
     let lease: Option<serde_json::Value> = read_json(&state.lease_file()).ok().flatten();
     lease
         .and_then(|l| l.get("stream").and_then(|s| s.as_str()).map(str::to_string))

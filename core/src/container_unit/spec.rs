@@ -16,7 +16,7 @@ const STATES: &[&str] = &[
 ];
 
 const UNIT_COUNT: usize = 22;
-const RUN_COUNT: usize = 14;
+const RUN_COUNT: usize = 15;
 
 /// What describes one unit.
 pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
@@ -103,6 +103,9 @@ pub const UNIT_ENTRY: [OptionSpec; UNIT_COUNT + 1] = join(
     .choices(STATES)],
 );
 
+/// `auth_file`, the same for container_unit and flow_state.
+pub const AUTH_FILE_DOC: &str = "The registry credentials on the target host, an auth.json as C(podman login --authfile FILE REGISTRY) writes it. Pulls send its logins to podman (for the registry and its C(registries.conf) mirrors alike), and registry digest lookups (check mode, C(pull: always)) use them.\nWithout it, podman's own lookup order: C(REGISTRY_AUTH_FILE), C(/run/containers/0/auth.json), C(~/.config/containers/auth.json), C(~/.docker/config.json).\nThe credentials never appear in a result, a log or an error; the file must exist and parse before anything is touched.";
+
 /// How a run goes, shared by every unit of it.
 const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
     OptionSpec::new(
@@ -126,6 +129,7 @@ const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
     )
     .default(Default::Str("missing"))
     .choices(&["always", "missing", "never"]),
+    OptionSpec::new("auth_file", Kind::Path, AUTH_FILE_DOC),
     OptionSpec::new(
         "rollback",
         Kind::Bool,

@@ -81,6 +81,9 @@ pub struct Params {
     #[serde(default)]
     pub migrations: Vec<serde_json::Value>,
     pub pull: String,
+    /// Registry logins for `begin`'s pulls and digest lookups; None for podman's own lookup.
+    #[serde(default)]
+    pub auth_file: Option<PathBuf>,
     pub timeout: u64,
     pub quadlet_dir: PathBuf,
     pub systemd_dir: PathBuf,
@@ -468,8 +471,12 @@ fn finish(cx: &Context, inv: &Invocation) -> Result<(), FlowError> {
 
 /// Runs the module against this host.
 pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, FlowError> {
-    let podman = crate::podman::PodmanApi::connect(&p.podman_socket)?;
-    let registry = crate::registry::HttpRegistry::from_host();
+    // Read before podman is reached: a bad auth_file fails with nothing touched.
+    let registry = crate::registry::HttpRegistry::for_auth_file(p.auth_file.as_deref())
+        .map_err(crate::registry::RegistryError::from)
+        .map_err(crate::container_unit::UnitError::from)?;
+    let podman = crate::podman::PodmanApi::connect(&p.podman_socket)?
+        .with_registry_auth(registry.pull_auth());
     run(p, inv, &Host::real(&podman, &registry))
 }
 

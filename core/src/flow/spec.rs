@@ -49,6 +49,7 @@ pub static OPTIONS: &[OptionSpec] = &[
     OptionSpec::new("pull", Kind::Str, "How `begin` fetches the units' images, as `container_unit` `pull`.")
         .default(Default::Str("always"))
         .choices(&["always", "missing", "never"]),
+    OptionSpec::new("auth_file", Kind::Path, crate::container_unit::spec::AUTH_FILE_DOC),
     OptionSpec::new("timeout", Kind::Int, "Seconds a pull or a migration's check command may take.").default(Default::Int(300)),
     OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live, as `container_unit` `quadlet_dir`.").default(Default::Str("/etc/containers/systemd")),
     OptionSpec::new("systemd_dir", Kind::Path, "Where boot links and sockets go, as `container_unit` `systemd_dir`.").default(Default::Str("/etc/systemd/system")),

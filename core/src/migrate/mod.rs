@@ -53,6 +53,9 @@ pub struct Params {
     pub start_after: bool,
     #[serde(default)]
     pub restore: bool,
+    /// Migrations whose check command found work earlier in this run, by source: image ID.
+    #[serde(default)]
+    pub checked_pending: std::collections::HashMap<String, String>,
     pub stop_record: String,
     pub timeout: u64,
     pub quadlet_dir: PathBuf,
@@ -266,6 +269,8 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, MigrateE
 struct Ready {
     oneoff: source::Source,
     image_id: String,
+    /// The check command said so (now, or earlier in this run for this image).
+    checked: bool,
     stamp_path: PathBuf,
     report: Report,
     t0: Instant,
@@ -279,6 +284,8 @@ enum Judged {
 
 /// Whether one migration is pending for the image its unit is about to run, decided without
 /// stopping anything: its stamp first, then its check command (which stamps `not_pending`).
+/// `checked_pending`: the image ID for which this run's first call already ran the check command
+/// and found work. The check is not run twice for one image: Pulp's takes seconds.
 fn judge(
     m: &Migration,
     p: &Params,
@@ -286,6 +293,7 @@ fn judge(
     host: &Host,
     state: &StateDir,
     revealed: &mut Vec<String>,
+    checked_pending: Option<&str>,
 ) -> Result<Judged, MigrateError> {
     let t0 = Instant::now();
     let coming = m
@@ -363,7 +371,12 @@ fn judge(
         oneoff.spec.env.push(format!("{var}={value}"));
         revealed.push(value);
     }
-    if let Some(check) = &m.check_command {
+    let checked = m.check_command.is_some();
+    if let Some(check) = m
+        .check_command
+        .as_ref()
+        .filter(|_| checked_pending != Some(image_id.as_str()))
+    {
         let spec = OneOff {
             command: check.clone(),
             ..oneoff.spec.clone()
@@ -382,10 +395,20 @@ fn judge(
     Ok(Judged::Pending(Box::new(Ready {
         oneoff,
         image_id,
+        checked,
         stamp_path,
         report,
         t0,
     })))
+}
+
+/// A migration as the deployment names it (its unit, or else its image), so a plan can set it
+/// beside its unit and a later call find it again.
+fn named_source(m: &Migration) -> String {
+    m.unit
+        .clone()
+        .or_else(|| m.image.clone())
+        .unwrap_or_default()
 }
 
 fn new_stamp(source: &str, m: &Migration, image_id: &str, outcome: &str) -> Stamp {
@@ -415,17 +438,14 @@ pub fn judge_all(
     let mut revealed = Vec::new();
     let mut out = Vec::with_capacity(list.len());
     for m in list {
-        // Named as the deployment names it, so a plan can set it beside its unit.
-        let source = m
-            .unit
-            .clone()
-            .or_else(|| m.image.clone())
-            .unwrap_or_default();
-        out.push(match judge(m, p, inv, host, &state, &mut revealed)? {
+        let source = named_source(m);
+        out.push(match judge(m, p, inv, host, &state, &mut revealed, None)? {
             Judged::Decided(d) => Judgement {
                 source,
                 pending: d.changed,
                 msg: d.msg,
+                image_id: d.report.image_id.clone(),
+                checked: false,
             },
             Judged::Pending(r) => Judgement {
                 msg: format!(
@@ -435,6 +455,8 @@ pub fn judge_all(
                 ),
                 source,
                 pending: true,
+                image_id: Some(r.image_id.clone()),
+                checked: r.checked,
             },
         });
     }
@@ -449,13 +471,15 @@ fn run_one(
     state: &StateDir,
     revealed: &mut Vec<String>,
 ) -> Result<Done, MigrateError> {
+    let checked_pending = p.checked_pending.get(&named_source(m)).map(String::as_str);
     let Ready {
         oneoff,
         image_id,
         stamp_path,
         mut report,
         t0,
-    } = match judge(m, p, inv, host, state, revealed)? {
+        ..
+    } = match judge(m, p, inv, host, state, revealed, checked_pending)? {
         Judged::Decided(d) => return Ok(*d),
         Judged::Pending(r) => *r,
     };

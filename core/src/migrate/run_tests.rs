@@ -128,6 +128,23 @@ fn a_check_command_that_reports_nothing_pending_stops_and_runs_nothing() {
 }
 
 #[test]
+fn a_check_this_run_already_found_pending_for_the_image_is_not_run_again() {
+    // The fake's one-offs exit 0, so a check run now would say nothing is pending.
+    let bed = Bed::new(0);
+    let judged = json!({"check_command": ["check"], "checked_pending": {"app": "img-1"}});
+    let out = bed.run(judged);
+    assert_eq!(out["ran"], json!(true), "{out}");
+    assert_eq!(bed.calls(), ["run img-1 migrate"], "the migration only");
+
+    // Found pending for another image: this one is asked.
+    let bed = Bed::new(0);
+    let stale = json!({"check_command": ["check"], "checked_pending": {"app": "img-0"}});
+    let out = bed.run(stale);
+    assert_eq!(out["ran"], json!(false), "{out}");
+    assert_eq!(bed.calls(), ["run img-1 check"]);
+}
+
+#[test]
 fn start_after_starts_what_the_migration_stopped_in_dependency_order_once_it_ran() {
     let bed = Bed::new(0);
     let out = bed.run(json!({"stop_first": true, "start_after": true}));

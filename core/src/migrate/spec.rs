@@ -4,7 +4,7 @@ use crate::ansible::spec::join;
 use crate::ansible::{Default, Elem, Kind, ModuleSpec, OptionSpec, Rules};
 
 const ONE: usize = 9;
-const RUN: usize = 10;
+const RUN: usize = 11;
 
 /// A migration's `backup`, run in a one-off container before the migration.
 const BACKUP_OPTIONS: [OptionSpec; 8] = [
@@ -93,6 +93,11 @@ const RUN_OPTIONS: [OptionSpec; RUN] = [
         "images",
         Kind::Dict,
         "The image each unit is about to run, by unit name.\nA migration of that unit runs it instead of the C(Image=) of the file on disk.\nThe flows pass it, so that check mode judges the image an update brings.",
+    ),
+    OptionSpec::new(
+        "checked_pending",
+        Kind::Dict,
+        "Migrations whose check command already found work earlier in this run, as C(SOURCE: IMAGE_ID) (the O(migrations[].unit), or else its image).\nFor that image the check is not run again, only the migration. The flows pass what C(flow_state action=begin) judged (its C(migrations) with C(checked)).",
     ),
     OptionSpec::new(
         "restore",

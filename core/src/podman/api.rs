@@ -22,6 +22,8 @@ pub struct PodmanApi {
     /// The bound of a whole pull: a registry that stops answering mid-pull must not hold a
     /// run for longer.
     pull_timeout: Duration,
+    /// podman's `X-Registry-Auth` for pulls, from an explicit `auth_file`; a secret.
+    registry_auth: Option<String>,
 }
 
 /// Seconds any single API request may take before it is given up; pulls drain a stream and
@@ -46,12 +48,20 @@ impl PodmanApi {
             socket: socket.to_string(),
             rt,
             pull_timeout: Duration::from_secs(REQUEST_TIMEOUT_SECS),
+            registry_auth: None,
         })
     }
 
     /// Bounds each pull, stream and all, by `timeout`.
     pub fn with_pull_timeout(mut self, timeout: Duration) -> Self {
         self.pull_timeout = timeout;
+        self
+    }
+
+    /// Pulls send these logins (`X-Registry-Auth`, several registries at once) instead of
+    /// leaving podman to its own auth files.
+    pub fn with_registry_auth(mut self, header: Option<String>) -> Self {
+        self.registry_auth = header;
         self
     }
 
@@ -101,6 +111,13 @@ impl Podman for PodmanApi {
     }
 
     fn pull(&self, image: &str) -> Result<String, PodmanError> {
+        if let Some(auth) = &self.registry_auth {
+            super::authpull::pull(&self.socket, image, auth, self.pull_timeout)?;
+            return self.image_id(image)?.ok_or_else(|| PodmanError::Pull {
+                image: image.to_string(),
+                detail: "the pull reported success but the image is not local".into(),
+            });
+        }
         let opts = CreateImageOptionsBuilder::new().from_image(image).build();
         let pull_err = |detail: String| PodmanError::Pull {
             image: image.to_string(),

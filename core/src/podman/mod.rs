@@ -2,6 +2,7 @@
 //! so plans and waits can be tested without a host; `PodmanApi` speaks to the real socket.
 
 mod api;
+mod authpull;
 mod images;
 pub mod oneoff;
 pub mod secrets;

@@ -50,11 +50,25 @@ pub fn request(
     body: &[u8],
     timeout: Duration,
 ) -> Result<(u16, Vec<u8>), PodmanError> {
+    request_with_headers(socket, call, method, path, &[], body, timeout)
+}
+
+/// `request` with extra headers (a pull's `X-Registry-Auth`). Header values may be secrets:
+/// no error made here quotes the request.
+pub fn request_with_headers(
+    socket: &str,
+    call: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    timeout: Duration,
+) -> Result<(u16, Vec<u8>), PodmanError> {
     let err = |detail: String| PodmanError::Api {
         call: call.to_string(),
         detail,
     };
-    let raw = exchange(socket, method, path, body, timeout).map_err(|e| match e {
+    let raw = exchange(socket, method, path, headers, body, timeout).map_err(|e| match e {
         Exchange::Connect(detail) => PodmanError::Unreachable {
             socket: socket.to_string(),
             detail,
@@ -73,6 +87,7 @@ fn exchange(
     socket: &str,
     method: &str,
     path: &str,
+    headers: &[(&str, &str)],
     body: &[u8],
     timeout: Duration,
 ) -> Result<Vec<u8>, Exchange> {
@@ -80,8 +95,12 @@ fn exchange(
     let mut s = UnixStream::connect(socket).map_err(|e| Exchange::Connect(e.to_string()))?;
     let io = |e: std::io::Error| Exchange::Io(e.to_string());
     s.set_write_timeout(Some(timeout)).map_err(io)?;
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
     let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: d\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: d\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n",
         body.len()
     );
     s.write_all(request.as_bytes()).map_err(io)?;

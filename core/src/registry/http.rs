@@ -1,7 +1,11 @@
 //! The registry's HTTP API (distribution v2): a HEAD of the tag's manifest, with the bearer
 //! token dance public registries want, and the credentials podman itself would use.
 
+use super::auth::{AuthError, Credentials};
+use super::conf::{Endpoint, RegistriesConf};
 use super::{Location, Registry, RegistryError};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::Path;
@@ -18,19 +22,35 @@ const ACCEPT: &str = "application/vnd.oci.image.index.v1+json, \
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct HttpRegistry {
-    /// Registries `registries.conf` marks `insecure`: plain HTTP or unverified TLS is allowed.
-    insecure: Vec<String>,
-    /// `auth` values (base64 of USER:PASSWORD) by registry, from podman's auth files.
-    auths: HashMap<String, String>,
+    /// Mirrors and `insecure` flags, from `registries.conf` and its drop-ins.
+    conf: RegistriesConf,
+    /// Logins by registry, from `auth_file` or podman's own auth files.
+    creds: Credentials,
 }
 
 impl HttpRegistry {
-    /// This host's registry settings, as podman reads them.
+    /// This host's registry settings and credentials, as podman reads them.
     pub fn from_host() -> Self {
+        Self::with_credentials(Credentials::load(None).unwrap_or_default())
+    }
+
+    /// This host's registry settings, with the logins of `auth_file` when given (it must then
+    /// exist and parse), else podman's own.
+    pub fn for_auth_file(auth_file: Option<&Path>) -> Result<Self, AuthError> {
+        Ok(Self::with_credentials(Credentials::load(auth_file)?))
+    }
+
+    fn with_credentials(creds: Credentials) -> Self {
         HttpRegistry {
-            insecure: insecure_registries(Path::new("/etc/containers")),
-            auths: auth_files().iter().flat_map(|p| read_auths(p)).collect(),
+            conf: RegistriesConf::read(Path::new("/etc/containers")),
+            creds,
         }
+    }
+
+    /// What a pull sends podman so it uses the same logins: set only for an explicit
+    /// `auth_file` (see `Credentials::pull_header`). A secret: never log it.
+    pub fn pull_auth(&self) -> Option<String> {
+        self.creds.pull_header()
     }
 
     fn agent(verify: bool) -> ureq::Agent {
@@ -65,8 +85,11 @@ impl HttpRegistry {
     }
 
     /// Answers a 401's challenge: a bearer token from the realm, or basic credentials.
-    fn authorize(&self, agent: &ureq::Agent, loc: &Location, challenge: &str) -> Option<String> {
-        let basic = self.auths.get(&loc.registry).map(|a| format!("Basic {a}"));
+    fn authorize(&self, agent: &ureq::Agent, at: &Endpoint, challenge: &str) -> Option<String> {
+        let basic = self.creds.for_name(&at.name()).map(|l| {
+            let pair = format!("{}:{}", l.username, l.password);
+            format!("Basic {}", STANDARD.encode(pair))
+        });
         let Some(params) = challenge.strip_prefix("Bearer ") else {
             return basic;
         };
@@ -77,7 +100,7 @@ impl HttpRegistry {
             params
                 .get("scope")
                 .cloned()
-                .unwrap_or_else(|| format!("repository:{}:pull", loc.repository)),
+                .unwrap_or_else(|| format!("repository:{}:pull", at.repository)),
         );
         if let Some(service) = params.get("service") {
             req = req.query("service", service.as_str());
@@ -96,25 +119,23 @@ impl HttpRegistry {
     }
 }
 
-impl Registry for HttpRegistry {
-    fn digest(&self, loc: &Location) -> Result<String, RegistryError> {
-        if let Some(d) = &loc.digest {
-            return Ok(d.clone());
-        }
-        let host = if loc.registry == "docker.io" {
+impl HttpRegistry {
+    /// The digest of `tag` at one endpoint.
+    fn digest_at(&self, at: &Endpoint, tag: &str) -> Result<String, RegistryError> {
+        let host = if at.registry == "docker.io" {
             "registry-1.docker.io"
         } else {
-            loc.registry.as_str()
+            at.registry.as_str()
         };
-        let path = format!("/v2/{}/manifests/{}", loc.repository, loc.tag);
-        let insecure = self.insecure.contains(&loc.registry);
+        let path = format!("/v2/{}/manifests/{tag}", at.repository);
+        let image = format!("{}:{tag}", at.name());
         let unreachable = |detail: String| RegistryError::Unreachable {
-            registry: loc.registry.clone(),
-            image: format!("{}:{}", loc.name(), loc.tag),
+            registry: at.registry.clone(),
+            image: image.clone(),
             detail,
         };
         // An insecure registry may speak plain HTTP, or TLS with a certificate nobody signed.
-        let tries: &[(&str, bool)] = if insecure {
+        let tries: &[(&str, bool)] = if at.insecure {
             &[("https", false), ("http", false)]
         } else {
             &[("https", true)]
@@ -130,18 +151,28 @@ impl Registry for HttpRegistry {
                     continue;
                 }
             };
+            let mut sent = false;
             if resp.status() == 401 {
                 let challenge = header(&resp, "www-authenticate").unwrap_or_default();
-                if let Some(auth) = self.authorize(&agent, loc, &challenge) {
+                if let Some(auth) = self.authorize(&agent, at, &challenge) {
+                    sent = true;
                     resp = self
                         .head(&agent, &url, Some(&auth))
                         .map_err(|e| unreachable(e.to_string()))?;
                 }
             }
+            if matches!(resp.status().as_u16(), 401 | 403) {
+                return Err(RegistryError::Unauthorized {
+                    registry: at.registry.clone(),
+                    image,
+                    status: resp.status().as_u16(),
+                    had_login: sent,
+                });
+            }
             if !resp.status().is_success() {
                 return Err(RegistryError::Refused {
-                    registry: loc.registry.clone(),
-                    image: format!("{}:{}", loc.name(), loc.tag),
+                    registry: at.registry.clone(),
+                    image,
                     status: resp.status().as_u16(),
                 });
             }
@@ -149,6 +180,38 @@ impl Registry for HttpRegistry {
                 .ok_or_else(|| unreachable("its answer carries no Docker-Content-Digest".into()));
         }
         Err(unreachable(last))
+    }
+}
+
+impl Registry for HttpRegistry {
+    /// Asked as podman pulls: each mirror of the reference's registries.conf entry in order,
+    /// then the registry itself; the first answer wins.
+    fn digest(&self, loc: &Location) -> Result<String, RegistryError> {
+        if let Some(d) = &loc.digest {
+            return Ok(d.clone());
+        }
+        let endpoints = self
+            .conf
+            .endpoints(loc)
+            .map_err(|b| RegistryError::Blocked(b.to_string()))?;
+        let mut failed = Vec::new();
+        for at in &endpoints {
+            match self.digest_at(at, &loc.tag) {
+                Ok(d) => return Ok(d),
+                Err(e) => failed.push(e),
+            }
+        }
+        if let [only] = failed.as_slice() {
+            return Err(only.clone());
+        }
+        Err(RegistryError::NoMirror {
+            image: format!("{}:{}", loc.name(), loc.tag),
+            tried: failed
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" | "),
+        })
     }
 }
 
@@ -175,70 +238,9 @@ fn challenge_params(s: &str) -> HashMap<String, String> {
     out
 }
 
-/// The registries `registries.conf` and its drop-ins mark `insecure = true`.
-fn insecure_registries(etc: &Path) -> Vec<String> {
-    #[derive(Deserialize, Default)]
-    struct Conf {
-        #[serde(default)]
-        registry: Vec<Entry>,
-    }
-    #[derive(Deserialize)]
-    struct Entry {
-        location: Option<String>,
-        #[serde(default)]
-        insecure: bool,
-    }
-    let mut files = vec![etc.join("registries.conf")];
-    if let Ok(dir) = std::fs::read_dir(etc.join("registries.conf.d")) {
-        let mut dropins: Vec<_> = dir.flatten().map(|e| e.path()).collect();
-        dropins.sort();
-        files.extend(dropins);
-    }
-    files
-        .iter()
-        .filter_map(|f| std::fs::read_to_string(f).ok())
-        .filter_map(|text| toml::from_str::<Conf>(&text).ok())
-        .flat_map(|c| c.registry)
-        .filter(|e| e.insecure)
-        .filter_map(|e| e.location)
-        .collect()
-}
-
-/// podman's auth files, most specific first (as `podman login` writes them).
-fn auth_files() -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    if let Some(f) = std::env::var_os("REGISTRY_AUTH_FILE") {
-        files.push(f.into());
-    }
-    files.push("/run/containers/0/auth.json".into());
-    if let Some(home) = std::env::var_os("HOME") {
-        files.push(Path::new(&home).join(".config/containers/auth.json"));
-        files.push(Path::new(&home).join(".docker/config.json"));
-    }
-    files
-}
-
-fn read_auths(path: &Path) -> Vec<(String, String)> {
-    #[derive(Deserialize)]
-    struct AuthFile {
-        #[serde(default)]
-        auths: HashMap<String, Auth>,
-    }
-    #[derive(Deserialize)]
-    struct Auth {
-        auth: Option<String>,
-    }
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| serde_json::from_str::<AuthFile>(&t).ok())
-        .map(|f| {
-            f.auths
-                .into_iter()
-                .filter_map(|(k, a)| a.auth.map(|a| (k, a)))
-                .collect()
-        })
-        .unwrap_or_default()
-}
+#[cfg(test)]
+#[path = "http_tests.rs"]
+mod http_tests;
 
 #[cfg(test)]
 mod tests {
@@ -252,21 +254,5 @@ mod tests {
         assert_eq!(p["realm"], "https://auth.example/token");
         assert_eq!(p["service"], "registry.example");
         assert_eq!(p["scope"], "repository:a/b:pull");
-    }
-
-    #[test]
-    fn reads_insecure_registries_from_conf_and_dropins() -> Result<(), Box<dyn std::error::Error>> {
-        let etc = tempfile::tempdir()?;
-        std::fs::write(
-            etc.path().join("registries.conf"),
-            "unqualified-search-registries = [\"quay.io\"]\n[[registry]]\nlocation = \"quay.io\"\n",
-        )?;
-        std::fs::create_dir(etc.path().join("registries.conf.d"))?;
-        std::fs::write(
-            etc.path().join("registries.conf.d/local.conf"),
-            "[[registry]]\nlocation = \"127.0.0.1:5000\"\ninsecure = true\n",
-        )?;
-        assert_eq!(insecure_registries(etc.path()), vec!["127.0.0.1:5000"]);
-        Ok(())
     }
 }

@@ -3,10 +3,14 @@
 //! cannot know. One trait, so plans can be tested without a registry.
 
 mod asked;
+mod auth;
+mod conf;
 mod http;
 mod location;
 
 pub use asked::Asked;
+pub use auth::{AuthError, Credentials, Login};
+pub use conf::{Endpoint, RegistriesConf};
 pub use http::HttpRegistry;
 pub use location::Location;
 
@@ -28,6 +32,24 @@ pub enum RegistryError {
         image: String,
         status: u16,
     },
+    #[error(
+        "{registry} refused {image} ({status}) {}; log in with `podman login --authfile FILE {registry}` and give that FILE as auth_file, or check the login's access to the repository",
+        if *had_login { "with the login refit sent" } else { "with no login: none for it was found" }
+    )]
+    Unauthorized {
+        registry: String,
+        image: String,
+        status: u16,
+        had_login: bool,
+    },
+    #[error("{0}")]
+    Blocked(String),
+    #[error(
+        "no mirror of {image} nor its own registry answered: {tried}; check the mirrors in registries.conf"
+    )]
+    NoMirror { image: String, tried: String },
+    #[error(transparent)]
+    AuthFile(#[from] AuthError),
 }
 
 pub trait Registry: Sync {

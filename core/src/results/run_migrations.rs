@@ -57,6 +57,12 @@ pub struct Judgement {
     pub source: String,
     pub pending: bool,
     pub msg: String,
+    /// The image it was judged on, when present locally.
+    #[serde(default)]
+    pub image_id: Option<String>,
+    /// Pending because its check command said so: run_migrations need not ask it again.
+    #[serde(default)]
+    pub checked: bool,
 }
 
 /// A `migrations` run.

@@ -61,7 +61,9 @@ class Connection(LocalConnection):
             cmd = cmd.decode()
         if not isinstance(cmd, str):
             cmd = " ".join(shlex.quote(c) for c in cmd)
-        return super().exec_command(prefix + cmd, in_data=in_data, sudoable=sudoable)
+        # The whole command line runs in the guest's shell: a `raw` task's `a; b` or `for ...`
+        # would otherwise run its first command in the guest and the rest on the controller.
+        return super().exec_command(prefix + "/bin/sh -c " + shlex.quote(cmd), in_data=in_data, sudoable=sudoable)
 
     # No unfrackpath() here: it would resolve the /proc/PID/root magic link back to "/".
     def put_file(self, in_path, out_path):

@@ -17,11 +17,13 @@ modules='ansible-tmp-[^ ]*/(AnsiballZ_)?(container_unit|run_migrations|stop_serv
 
 # Runs on the host, so a phase is caught and struck within milliseconds: a module process of
 # the phase (told by the module and the state in its args file, argv[1]) or, for migrate, the
-# migration's one-off container running. At most 1200 looks, about 60 s.
+# migration's one-off container running. Every 10 ms, since a start phase with nothing left to
+# do (its service started again after its migration) runs for some 50 ms; at most 6000 looks,
+# about 90 s.
 watch=$(cat <<'SH'
 phase=$1 target=$2 modules=$3
 i=0
-while [ $i -lt 1200 ]; do
+while [ $i -lt 6000 ]; do
     for p in $(pgrep -f "$modules"); do
         cmd=$(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null) || continue
         args=${cmd#* }; args=${args%% *}
@@ -35,14 +37,15 @@ while [ $i -lt 1200 ]; do
         exit 0
     done
     i=$((i + 1))
-    sleep 0.05
+    sleep 0.01
 done
 exit 1
 SH
 )
 
 t0=$(date +%s%3N)
-setsid ansible-playbook refit.containers.update -e "refit_hosts=$host" "$@" > "$log" 2>&1 &
+# refit_kept_modules=false: each module runs from its args file, which tells its phase here.
+setsid ansible-playbook refit.containers.update -e "refit_hosts=$host" -e refit_kept_modules=false "$@" > "$log" 2>&1 &
 pid=$!
 if ! "$bed" exec "$host" sh -c "$watch" watch "$phase" "$target" "$modules"; then
     kill -KILL -- "-$pid" 2> /dev/null || true
@@ -52,12 +55,14 @@ if ! "$bed" exec "$host" sh -c "$watch" watch "$phase" "$target" "$modules"; the
 fi
 at=$(($(date +%s%3N) - t0))
 [ "$target" = controller ] && kill -KILL -- "-$pid"
-# The controller ends (killed, or through its own recovery after a killed module), and every
-# module it left on the host finishes: both bounded.
-for _ in $(seq 600); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
-for _ in $(seq 600); do
-    "$bed" exec "$host" pgrep -f "$modules" > /dev/null 2>&1 || break
-    sleep 0.1
-done
+# The controller ends (killed, or through its own recovery after a killed module), reaped by
+# `wait` (`kill -0` is true of a zombie, and cost each trial a minute), at most 120 s.
+(sleep 120 && kill -KILL -- "-$pid") > /dev/null 2>&1 &
+timer=$!
+wait "$pid" 2> /dev/null || true
+kill "$timer" 2> /dev/null || true
+# Every module it left on the host finishes, seen as refit's state lock free (a module outlives
+# a killed controller, as over SSH), at most 120 s.
+"$bed" exec "$host" sh -c '[ ! -e /var/lib/refit/lock ] || flock -w 120 /var/lib/refit/lock true'
 sleep "${FAULT_QUIET_SECONDS:-3}"
 echo "killed the $target in $phase after $at ms"

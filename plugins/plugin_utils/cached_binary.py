@@ -1,0 +1,112 @@
+# Copyright: refit contributors
+# Apache-2.0 (see LICENSE)
+"""Runs refit's module binaries from a copy the host keeps, named by the binary's hash.
+
+Ansible runs a binary module in six round trips: a temporary directory made, the binary (about
+5 MB) and its arguments copied, the binary made executable, run, and the directory removed.
+refit's modules run on every host of a fleet in every run, and most runs change nothing, so
+here a call is one round trip: the arguments go on standard input to the copy the host keeps.
+
+When the host has no copy (the first run of a release there), Ansible's own path runs the
+module, which then keeps a copy of itself (not in check mode). A copy is only ever used under
+the name of its own SHA-256, so a new release never runs an old binary. Without pipelining
+(`become` with a method or setting that cannot pass standard input), Ansible's own path runs
+every call, and so does every call of a play that sets `refit_kept_modules: false`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.plugins.action import ActionBase
+from ansible.utils.vars import merge_hash
+from ansible.vars.clean import remove_internal_keys
+
+try:  # ansible-core 2.19 and newer: module arguments and results pass through a profile
+    from ansible.module_utils.common.json import Direction, get_module_decoder, get_module_encoder
+except ImportError:  # older cores: plain JSON
+    Direction = get_module_decoder = get_module_encoder = None
+
+# Where the host keeps the copies: root's, made 0700 by the module (core/src/ansible/keep.rs).
+CACHE_DIR = "/var/cache/refit/modules"
+# What the host's shell says first, so a call that never reached it is told from a module's.
+STARTED = "refit: kept copy lookup"
+# What the host answers when it has no copy of this binary.
+NOT_KEPT = "refit: no kept copy of this module"
+# Binary modules' serialization profile on ansible-core 2.19.
+PROFILE = "legacy"
+
+
+def binary_digest(path):
+    """The binary's SHA-256, the name its copy is kept under."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class CachedBinaryAction(ActionBase):
+    """The action of each refit module: the kept copy when the host has it, else Ansible's path."""
+
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp  # no longer has any effect
+        task_vars = task_vars or {}
+        module = self._task.resolved_action or self._task.action
+        path = self._module_path(module)
+        kept_as = "%s-%s" % (os.path.basename(path), binary_digest(path))
+        wanted = boolean(task_vars.get("refit_kept_modules", True), strict=False)
+        data = self._run_kept(module, kept_as, task_vars) if wanted and self._can_pipe() else None
+        if data is None:
+            args = dict(self._task.args, _refit_keep_as=kept_as)
+            data = self._execute_module(module_name=module, module_args=args, task_vars=task_vars)
+            self._remove_tmp_path(self._connection._shell.tmpdir)
+        return merge_hash(result, data)
+
+    def _module_path(self, module):
+        found = self._shared_loader_obj.module_loader.find_plugin_with_context(
+            module, collection_list=self._task.collections
+        )
+        return found.plugin_resolved_path
+
+    def _can_pipe(self):
+        """Whether the arguments can go on standard input, as Ansible's pipelining sends them."""
+        if not self._connection.has_pipelining or self._connection._shell.SHELL_FAMILY != "sh":
+            return False
+        # sudo with requiretty, or su, cannot take standard input: Ansible's own setting says.
+        return not self._connection.become or self._is_pipelining_enabled("new")
+
+    def _run_kept(self, module, kept_as, task_vars):
+        """The result of the kept copy, or None when the host has none or its shell never ran."""
+        args = dict(self._task.args)
+        self._update_module_args(module, args, task_vars)
+        encoder = get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE) if get_module_encoder else None
+        script = 'echo %s; m=%s; [ -x "$m" ] && exec "$m" -; echo %s' % (
+            shlex.quote(STARTED),
+            shlex.quote("%s/%s" % (CACHE_DIR, kept_as)),
+            shlex.quote(NOT_KEPT),
+        )
+        cmd = ("%s /bin/sh -c %s" % (self._compute_environment_string(), shlex.quote(script))).strip()
+        res = self._low_level_execute_command(cmd, sudoable=True, in_data=json.dumps(args, cls=encoder).encode())
+        out = res.get("stdout", "")
+        # A host whose shell never ran (gone, or refusing the login) takes Ansible's own path,
+        # which tells unreachable from failed as for any module.
+        if not out.startswith(STARTED):
+            return None
+        res["stdout"] = out[len(STARTED):].lstrip("\r\n")
+        if res["stdout"].strip() == NOT_KEPT:
+            return None
+        if get_module_decoder:
+            data = self._parse_returned_data(res, PROFILE)
+        else:
+            data = self._parse_returned_data(res)
+        remove_internal_keys(data)
+        return data
