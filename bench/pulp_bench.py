@@ -103,8 +103,8 @@ class Api:
 
     def task(self, what, path, body=None, content_type="application/json"):
         """A call that dispatches a task, and the wait for it (at most 60 s). Retried twice when
-        the task fails: under the foremanctl way a worker can die at its first start (two
-        workers starting at once clean up each other's working directory), taking its task."""
+        the task fails: a worker that dies takes its task with it (before the workers had names
+        of their own, each removed the other's working directory)."""
         for _ in range(3):
             href = self.call(path, body, content_type)["task"]
             for _ in range(120):

@@ -45,7 +45,7 @@ PHASE_TAG = "refit_phase_"
 
 def phase_of(task):
     """The flow phase a task belongs to, from the refit_phase_NAME tag its phase's import_tasks
-    gives it (roles/flow/tasks/main.yml), or "task" outside the phases."""
+    gives it (roles/flow/tasks/phases.yml and work.yml), or "task" outside the phases."""
     for tag in task.tags or []:
         if tag.startswith(PHASE_TAG):
             return tag[len(PHASE_TAG):]

@@ -144,7 +144,7 @@ pub fn validate(p: &Params) -> Result<(), MigrateError> {
         &p.migrations[..]
     };
     for (i, m) in list.iter().enumerate() {
-        validate_one(m, p.stop_first, p.restore).map_err(|e| {
+        validate_one(m, p).map_err(|e| {
             if p.migrations.is_empty() {
                 e
             } else {
@@ -155,7 +155,9 @@ pub fn validate(p: &Params) -> Result<(), MigrateError> {
     Ok(())
 }
 
-fn validate_one(m: &Migration, stop_first: bool, restore: bool) -> Result<(), MigrateError> {
+/// One migration against the call's own options (`stop_first`, `restore`).
+fn validate_one(m: &Migration, p: &Params) -> Result<(), MigrateError> {
+    let (stop_first, restore) = (p.stop_first, p.restore);
     check_words("command", &m.command)?;
     if let Some(c) = &m.check_command {
         check_words("check_command", c)?;

@@ -159,13 +159,13 @@ fn parse(text: &str) -> Result<HashMap<String, Login>, String> {
     // serde's messages quote the values they met; the values may be secrets, so only the
     // position is passed on.
     let file: AuthFile = serde_json::from_str(text).map_err(|e| {
-        format!(
-            "{:?} error at line {} column {}",
-            e.classify(),
-            e.line(),
-            e.column()
-        )
-        .to_lowercase()
+        let kind = match e.classify() {
+            serde_json::error::Category::Io => "io",
+            serde_json::error::Category::Syntax => "syntax",
+            serde_json::error::Category::Data => "data",
+            serde_json::error::Category::Eof => "eof",
+        };
+        format!("{kind} error at line {} column {}", e.line(), e.column())
     })?;
     Ok(file
         .auths

@@ -221,7 +221,7 @@ pub fn stop_set(
     how: &StopOptions,
 ) -> Result<Stopped, StopError> {
     let (check, start, deadline) = (how.check, how.start, how.deadline);
-    let set = expand(host.systemd, names, how.dependents, how.missing_ok)?;
+    let set = expand(host.systemd, names, how)?;
     let order = stop_order(&set);
     let (active, already_inactive) = split_by_activity(&order, &set);
     if !check && !active.is_empty() {
@@ -311,9 +311,9 @@ fn check_missing(set: &[UnitStatus], missing_ok: bool) -> Result<(), StopError> 
 fn expand(
     systemd: &dyn Systemd,
     names: &[String],
-    dependents: bool,
-    missing_ok: bool,
+    how: &StopOptions,
 ) -> Result<Vec<UnitStatus>, StopError> {
+    let (dependents, missing_ok) = (how.dependents, how.missing_ok);
     let first = systemd.show(names)?;
     check_missing(&first, missing_ok)?;
     let mut set: Vec<UnitStatus> = first.into_iter().filter(UnitStatus::exists).collect();
