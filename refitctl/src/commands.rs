@@ -11,7 +11,7 @@ use crate::report;
 use crate::runlog::RunLog;
 use refit_core::state::StateDir;
 use serde_json::{Map, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Runs `command`; what it prints goes to `log` too.
 pub fn run(command: &Command, log: &RunLog) -> Result<Ending, CtlError> {
@@ -193,7 +193,7 @@ fn state_dir(common: &Common) -> PathBuf {
         .state_dir
         .clone()
         .or_else(|| std::env::var_os("REFITCTL_STATE_DIR").map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from("/var/lib/refit/refitctl"))
+        .unwrap_or_else(|| Path::new(refit_core::state::DEFAULT_STATE_DIR).join("refitctl"))
 }
 
 pub fn name(command: &Command) -> &'static str {

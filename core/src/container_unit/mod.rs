@@ -300,7 +300,11 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     let reports: Vec<Report> = work.into_iter().map(|(_, _, _, r)| r).collect();
     let freed = retention::freed(&reports);
     let total = started.elapsed().as_millis() as u64;
-    let mut out = report::outcome(reports, batch, inv.check_mode, failure, total);
+    let asked = report::Asked {
+        batch,
+        check: inv.check_mode,
+    };
+    let mut out = report::outcome(reports, asked, failure, total);
     if let Some(freed) = freed {
         out.msg = format!("{}; {freed}", out.msg);
     }

@@ -169,14 +169,21 @@ fn summary(t: &Target, plan: &TargetPlan, actions: &[String]) -> String {
     )
 }
 
+/// How the module was asked: for one unit or a `units` list, and whether in check mode.
+#[derive(Debug, Clone, Copy)]
+pub struct Asked {
+    pub batch: bool,
+    pub check: bool,
+}
+
 /// The module's outcome from its reports: flat for one unit, a list for a `units` run.
 pub fn outcome(
     mut reports: Vec<Report>,
-    batch: bool,
-    check: bool,
+    asked: Asked,
     failure: Option<String>,
     total_ms: u64,
 ) -> Outcome {
+    let Asked { batch, check } = asked;
     let verb = if check { "would" } else { "did" };
     let changed = reports.iter().any(|r| r.changed);
     let msg = reports

@@ -18,6 +18,17 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// `REGISTRY/REPOSITORY`, over TLS, the registry itself (not a mirror).
+    fn at(name: &str) -> Endpoint {
+        let (registry, repository) = name.split_once('/').unwrap_or((name, ""));
+        Endpoint {
+            registry: registry.to_string(),
+            repository: repository.to_string(),
+            insecure: false,
+            mirror: false,
+        }
+    }
+
     pub fn name(&self) -> String {
         format!("{}/{}", self.registry, self.repository)
     }
@@ -119,7 +130,7 @@ impl RegistriesConf {
     pub fn endpoints(&self, loc: &Location) -> Result<Vec<Endpoint>, Blocked> {
         let name = loc.name();
         let Some(entry) = self.matching(&name) else {
-            return Ok(vec![split(&name, false, false)]);
+            return Ok(vec![Endpoint::at(&name)]);
         };
         // What follows the prefix (`/repo`), put after each mirror's and the location's own.
         let rest = if entry.prefix().starts_with("*.") {
@@ -143,7 +154,11 @@ impl RegistriesConf {
                 .mirror
                 .iter()
                 .filter(|m| m.pull_from_mirror.as_deref() != Some("digest-only"))
-                .map(|m| split(&join(&m.location), m.insecure, true))
+                .map(|m| Endpoint {
+                    insecure: m.insecure,
+                    mirror: true,
+                    ..Endpoint::at(&join(&m.location))
+                })
                 .collect()
         };
         if entry.blocked {
@@ -159,7 +174,10 @@ impl RegistriesConf {
             (Some(l), false) if !l.is_empty() => join(l),
             _ => name.clone(),
         };
-        out.push(split(&location, entry.insecure, false));
+        out.push(Endpoint {
+            insecure: entry.insecure,
+            ..Endpoint::at(&location)
+        });
         Ok(out)
     }
 
@@ -181,16 +199,6 @@ impl RegistriesConf {
                 }
             })
             .max_by_key(|e| e.prefix().len())
-    }
-}
-
-fn split(name: &str, insecure: bool, mirror: bool) -> Endpoint {
-    let (registry, repository) = name.split_once('/').unwrap_or((name, ""));
-    Endpoint {
-        registry: registry.to_string(),
-        repository: repository.to_string(),
-        insecure,
-        mirror,
     }
 }
 
