@@ -1,7 +1,8 @@
 # refit's entry points. `make test` is the one CI runs (see README, "Testing").
 SHELL := /bin/bash
 CACHE ?= /var/cache/refit-testbed
-RUN ?= /var/tmp/refit-testbed
+# The bed the collection is installed into: the one REFIT_TESTBED_RUN names (a lane, tests/testbed/lane.sh), or the first.
+RUN ?= $(or $(REFIT_TESTBED_RUN),/var/tmp/refit-testbed)
 VENV ?= $(CACHE)/venv
 MODULES := container_unit stop_services run_migrations flow_state
 # The oldest glibc the modules run on (EL8); tools/zigbuild.sh builds for it, `make modules` checks it.
@@ -9,7 +10,7 @@ GLIBC_CEILING := 2.28
 ZIG_OUT := target/x86_64-unknown-linux-gnu/release
 GALAXY := $(if $(wildcard $(VENV)/bin/ansible-galaxy),$(VENV)/bin/ansible-galaxy,ansible-galaxy)
 
-.PHONY: bench demo test collection docs changelog version notices modules sidecars glibc-check refitctl refitctl-docs testbed-up testbed-down integration
+.PHONY: bench demo test collection collection-install docs changelog version notices modules sidecars glibc-check refitctl refitctl-docs testbed-up testbed-down integration
 
 ## demo: the README's first command: a test host, deploy, z-stream update, upgrade, status, teardown
 demo:
@@ -62,6 +63,10 @@ refitctl-docs:
 collection: modules notices
 	mkdir -p build
 	$(GALAXY) collection build --force --output-path build .
+	$(MAKE) --no-print-directory collection-install
+
+## collection-install: the built collection (build/), installed into the bed RUN names, unbuilt again
+collection-install:
 	$(GALAXY) collection install --force -p $(RUN)/collections build/refit-containers-$$(sed -n 's/^version: //p' galaxy.yml).tar.gz
 
 ## docs: the HTML docsite of the modules, roles and callback (antsibull-docs), build/docs/html; any warning fails it

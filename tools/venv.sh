@@ -7,6 +7,11 @@ set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 DIR SPEC..." >&2; exit 64; }
 dir=$1
 shift
+# Two callers may want the same venv at once (make test's sanity and its lane's core flows):
+# the second waits, then finds it made.
+mkdir -p "$(dirname "$dir")"
+exec 9> "$dir.lock"
+flock 9
 [ "$(cat "$dir/.refit-spec" 2> /dev/null)" = "$*" ] && exit 0
 echo "venv: installing $* into $dir" >&2
 rm -rf "$dir"

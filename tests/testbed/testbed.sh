@@ -42,6 +42,11 @@ ROOTFS_RECIPE=4
 # ansible-core 2.20+ needs Python 3.12; this machine has 3.11.
 PY_SPECS=('ansible-core>=2.19,<2.20' 'ansible-lint>=25.12,<26' 'molecule==26.10.0')
 CGROUP_HIERARCHIES=(/sys/fs/cgroup/unified /sys/fs/cgroup/systemd)
+# Each guest's cgroup is named after its bed and itself (refit-testbed.th1): two beds may run at
+# once (`make test` runs two lanes, tests/testbed/lane.sh), and one bed's `down` must not sweep
+# the other's guests.
+BED=$(basename "$RUN")
+guest_cgroup() { echo "$BED.$1"; }
 HOST_CONTAINERS_CONF=$CACHE/host-containers.conf
 
 log() { printf '[testbed %s] %s\n' "$(date +%T)" "$*" >&2; }
@@ -272,21 +277,21 @@ build_image() {
     local version=$1 mode=$2 schema=$3 base
     shift 3
     base=$(base_image)
-    local tag_args=()
-    for t in "$@"; do tag_args+=(-t "$t"); done
     # --no-cache: buildah 1.28 reuses its cache across different --build-arg values.
-    host_podman build -q --no-cache --pull=never --network none --format docker \
+    # Built under a name of this build's own and pushed to each tag: host storage is shared by
+    # every bed, and two beds publishing the same REPO:TAG at once must not retag each other's.
+    local own id
+    own=localhost/refit-testbed-publish:$BED-$BASHPID-$(now_ms)
+    id=$(host_podman build -q --no-cache --pull=never --network none --format docker \
         --build-arg BASE="$base" --build-arg VERSION="$version" --build-arg MODE="$mode" --build-arg SCHEMA="$schema" \
-        "${tag_args[@]}" -f "$REPO/tests/testbed/image/Containerfile" "$REPO/tests/testbed/image" > /dev/null
+        -t "$own" -f "$REPO/tests/testbed/image/Containerfile" "$REPO/tests/testbed/image")
     local auth=()
     [ -f "$RUN/login-registry/auth.json" ] && auth=(--authfile "$RUN/login-registry/auth.json")
-    for t in "$@"; do host_podman push -q --tls-verify=false "${auth[@]}" "$t"; done
-    forget_images "$@"
+    for t in "$@"; do host_podman push -q --tls-verify=false "${auth[@]}" "$id" "docker://$t"; done
+    # The registry holds it now. Host storage keeps only the base: every host podman call slows
+    # with the images a suite publishes (a metadata-only build took 6 s beside 550 of them).
+    host_podman rmi "$own" > /dev/null
 }
-
-# The registry holds them now. Host storage keeps only the base: every host podman call slows
-# with the images a suite publishes (a metadata-only build took 6 s beside 550 of them).
-forget_images() { host_podman rmi "$@" > /dev/null; }
 
 # The catalogue every test can rely on. Streams are 1.0 .. 1.3; the stream tag (svc:1.0) moves
 # to the newest z-release, and a z-release (svc:1.0.1) exists to be published under it.
@@ -327,7 +332,7 @@ ssh_setup() {
 leader_pid() { pgrep -P "$(cat "$(host_dir "$1")/nspawn.pid")" 2>/dev/null | head -1; }
 
 boot_host() {
-    local name=$1 d
+    local name=$1 d cg
     d=$(host_dir "$name")
     mkdir -p "$d"/{upper,work,root,containers}
     mountpoint -q "$d/root" || mount -t overlay overlay -o "lowerdir=$ROOTFS,upperdir=$d/upper,workdir=$d/work" "$d/root"
@@ -343,9 +348,10 @@ boot_host() {
     fi
     ssh_setup "$name"
     # Each guest gets its own cgroup; with --keep-unit they would otherwise all share one.
-    for h in "${CGROUP_HIERARCHIES[@]}"; do mkdir -p "$h/refit-testbed-$name"; done
+    cg=$(guest_cgroup "$name")
+    for h in "${CGROUP_HIERARCHIES[@]}"; do mkdir -p "$h/$cg"; done
     (
-        for h in "${CGROUP_HIERARCHIES[@]}"; do echo $BASHPID > "$h/refit-testbed-$name/cgroup.procs"; done
+        for h in "${CGROUP_HIERARCHIES[@]}"; do echo $BASHPID > "$h/$cg/cgroup.procs"; done
         close_inherited_fds
         export SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1
         exec systemd-nspawn --boot --register=no --keep-unit --console=read-only --machine="$name" \
@@ -393,13 +399,13 @@ stop_host() {
     # and its sshd would keep the host's port from the next boot: kill whatever is left there.
     local procs
     for _ in $(seq 20); do
-        procs=$(find "${CGROUP_HIERARCHIES[@]/%//refit-testbed-$name}" -name cgroup.procs -exec cat {} + 2>/dev/null || true)
+        procs=$(find "${CGROUP_HIERARCHIES[@]/%//$(guest_cgroup "$name")}" -name cgroup.procs -exec cat {} + 2>/dev/null || true)
         [ -n "$procs" ] || break
         echo "$procs" | xargs -r kill -KILL 2>/dev/null || true
         sleep 0.1
     done
     for h in "${CGROUP_HIERARCHIES[@]}"; do
-        [ -d "$h/refit-testbed-$name" ] && find "$h/refit-testbed-$name" -depth -type d -exec rmdir {} \; 2>/dev/null
+        [ -d "$h/$(guest_cgroup "$name")" ] && find "$h/$(guest_cgroup "$name")" -depth -type d -exec rmdir {} \; 2>/dev/null
     done
     if mountpoint -q "$d/root"; then umount "$d/root"; fi
     [ -n "$keep" ] || rm -rf "$d"
@@ -470,9 +476,9 @@ clean_stale() {
     fi
     stop_registry
     stop_login_registry
-    while read -r mnt; do umount -l "$mnt" || true; done < <(awk -v r="$RUN" '$2 ~ "^"r {print $2}' /proc/mounts | sort -r)
+    while read -r mnt; do umount -l "$mnt" || true; done < <(awk -v r="$RUN/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r)
     for h in "${CGROUP_HIERARCHIES[@]}"; do
-        for c in "$h"/refit-testbed-*; do
+        for c in "$h/$BED".*; do
             [ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null
         done
     done
@@ -592,11 +598,14 @@ main() {
         [ $# -ge 2 ] || die "usage: $0 archive OUT REF..."
         out=$1
         shift
-        for r in "$@"; do host_podman pull -q --tls-verify=false "$r" > /dev/null; done
+        # In a scratch storage: REF names an image of this bed's registry, and the shared host
+        # storage may hold the same name from another bed's.
+        scratch=$(mktemp -d "$RUN/archive.XXXXXX")
+        for r in "$@"; do host_podman --root "$scratch/root" --runroot "$scratch/run" pull -q --tls-verify=false "$r" > /dev/null; done
         rm -f "$out"
         # -m: without it, several images land in one archive as one image with many tags.
-        host_podman save -q -m -o "$out" "$@"
-        forget_images "$@"
+        host_podman --root "$scratch/root" --runroot "$scratch/run" save -q -m -o "$out" "$@"
+        rm -rf "$scratch"
         ;;
     registry)
         case ${1:-} in

@@ -63,6 +63,10 @@ wait "$pid" 2> /dev/null || true
 kill "$timer" 2> /dev/null || true
 # Every module it left on the host finishes, seen as refit's state lock free (a module outlives
 # a killed controller, as over SSH), at most 120 s.
-"$bed" exec "$host" sh -c '[ ! -e /var/lib/refit/lock ] || flock -w 120 /var/lib/refit/lock true'
+if ! "$bed" exec "$host" sh -c '[ ! -e /var/lib/refit/lock ] || flock -w 120 /var/lib/refit/lock true'; then
+    echo "refit's lock on $host was still held 120 s after the $target was killed in $phase; its holder and the processes there:" >&2
+    "$bed" exec "$host" sh -c 'cat /var/lib/refit/lock; echo; ps -eo pid,pgid,etimes,args' >&2 || true
+    exit 1
+fi
 sleep "${FAULT_QUIET_SECONDS:-3}"
 echo "killed the $target in $phase after $at ms"
