@@ -22,6 +22,8 @@ bed_log=$(mktemp)
 # Then lane b's bed (tests/testbed/lane.sh): a second bed in a network namespace of its own,
 # where part of the scenarios run beside the first bed's (about 20 s, the caches being warm).
 LANE=b
+# Where lane.sh keeps the lane's bed.
+LANE_RUN=/var/tmp/refit-testbed-$LANE
 in_lane() { tests/testbed/lane.sh "$LANE" "$@"; }
 (timed testbed env REFIT_PULP=1 tests/testbed/testbed.sh up th1 th2 &&
     timed "testbed, lane $LANE" in_lane env REFIT_PULP=1 tests/testbed/testbed.sh up th1 th2) > "$bed_log" 2>&1 &
@@ -96,14 +98,15 @@ set -m
     timed core-flows in_lane tools/core-matrix.sh flows
     # Users reach their hosts over SSH; the flows again, through each test host's sshd.
     step "flow scenarios over real SSH (lane $LANE)"
-    timed flows-ssh in_lane sh -c 'ANSIBLE_INVENTORY="$REFIT_TESTBED_RUN/inventory-ssh.ini" REFIT_TEST_LOGS="$REFIT_TESTBED_RUN/logs/ssh" exec "$@"' \
-        - tests/integration/run.sh test_flow_update_upgrade.yml
+    timed flows-ssh in_lane env ANSIBLE_INVENTORY="$LANE_RUN/inventory-ssh.ini" REFIT_TEST_LOGS="$LANE_RUN/logs/ssh" \
+        tests/integration/run.sh test_flow_update_upgrade.yml
     # Molecule's create and destroy bring up and tear down a testbed of their own, in the lane.
     step "testbed down, for molecule (lane $LANE)"
     timed testbed-down in_lane tests/testbed/testbed.sh down
     step "molecule test, every scenario (lane $LANE)"
     timed molecule in_lane molecule test --all
-) > "$lane_log" 2>&1 &
+    # Its own standard input, none: with job control on, a background job would share this one.
+) < /dev/null > "$lane_log" 2>&1 &
 lane_pid=$!
 set +m
 step "integration (lane $LANE beside it: ${LANE_SCENARIOS[*]}, then the core flows, SSH and molecule)"

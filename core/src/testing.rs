@@ -8,13 +8,13 @@ use crate::ansible::{Invocation, ModuleSpec, Outcome};
 use crate::converge::Clock;
 use crate::host::Host;
 use crate::podman::{
-    ContainerInfo, Finished, OneOff, OneOffResult, Podman, PodmanError, UnitSelection,
+    ContainerInfo, Finished, OneOff, OneOffResult, Podman, PodmanError, Prepared, UnitSelection,
 };
 use crate::quadlet::{Quadlet, QuadletError};
 use crate::registry::{Location, Registry, RegistryError};
 use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
@@ -97,9 +97,16 @@ pub struct FakePodman {
     /// RepoDigests by reference.
     pub digests: HashMap<String, Vec<String>>,
     pub containers: Vec<ContainerInfo>,
-    pub calls: Mutex<Vec<String>>,
+    /// Every call that changes something, one-off phases included (`create IMAGE COMMAND`,
+    /// `run ...`, `remove ...`). Shared with a `SimHost`'s, it orders podman's calls among
+    /// systemd's.
+    pub calls: Arc<Mutex<Vec<String>>>,
     /// The exit code every one-off container returns.
     pub oneoff_rc: i64,
+    /// Creating a one-off container fails, as a create podman refuses.
+    pub oneoff_create_fails: bool,
+    /// The one-off containers prepared and not removed yet, by ID: empty after every run.
+    pub held: Mutex<HashMap<String, OneOff>>,
     /// The API does not answer.
     pub unreachable: bool,
     /// Every one-off container run, as it was asked for.
@@ -147,23 +154,44 @@ impl Podman for FakePodman {
             .push(format!("tag {image_id} {target}"));
         Ok(())
     }
-    fn run_oneoff(&self, spec: &OneOff, _timeout: Duration) -> Result<Finished, PodmanError> {
-        self.calls.lock().expect("calls").push(format!(
-            "run {} {}",
-            spec.image,
-            spec.command.join(" ")
-        ));
-        self.oneoffs.lock().expect("oneoffs").push(spec.clone());
+    fn prepare_oneoff(&self, spec: &OneOff) -> Result<Prepared, PodmanError> {
+        self.note_oneoff("create", spec);
+        if self.oneoff_create_fails {
+            return Err(PodmanError::Api {
+                call: "container create".into(),
+                detail: "the fake refuses the create".into(),
+            });
+        }
+        let mut held = self.held.lock().expect("held");
+        // Unique: every prepare adds a call first.
+        let id = format!("oneoff-{}", self.calls.lock().expect("calls").len());
+        held.insert(id.clone(), spec.clone());
+        Ok(Prepared { id, adopted: false })
+    }
+    fn run_prepared(
+        &self,
+        prepared: &Prepared,
+        _timeout: Duration,
+    ) -> Result<Finished, PodmanError> {
+        let spec = self.held_spec(prepared)?;
+        self.note_oneoff("run", &spec);
         let output = if self.oneoff_prints_env {
             spec.env.join("\n")
         } else {
             String::new()
         };
+        self.oneoffs.lock().expect("oneoffs").push(spec);
         Ok(Finished::Exited(OneOffResult {
             adopted: false,
             rc: self.oneoff_rc,
             output,
         }))
+    }
+    fn remove_oneoff(&self, prepared: &Prepared) -> Result<(), PodmanError> {
+        let spec = self.held_spec(prepared)?;
+        self.note_oneoff("remove", &spec);
+        self.held.lock().expect("held").remove(&prepared.id);
+        Ok(())
     }
     fn secrets(&self) -> Result<Vec<crate::podman::SecretInfo>, PodmanError> {
         let held = self.secrets.lock().expect("secrets");
@@ -207,6 +235,28 @@ impl Podman for FakePodman {
             .filter(|c| selection.matches(&c.unit))
             .cloned()
             .collect())
+    }
+}
+
+impl FakePodman {
+    fn note_oneoff(&self, phase: &str, spec: &OneOff) {
+        self.calls.lock().expect("calls").push(format!(
+            "{phase} {} {}",
+            spec.image,
+            spec.command.join(" ")
+        ));
+    }
+
+    /// The spec a held container was prepared from; a container removed already, or never
+    /// prepared, is an error, as podman's 404 would be.
+    fn held_spec(&self, prepared: &Prepared) -> Result<OneOff, PodmanError> {
+        let held = self.held.lock().expect("held");
+        held.get(&prepared.id)
+            .cloned()
+            .ok_or_else(|| PodmanError::Api {
+                call: "container inspect".into(),
+                detail: format!("no such container {}", prepared.id),
+            })
     }
 }
 

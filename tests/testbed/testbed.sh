@@ -356,7 +356,7 @@ boot_host() {
         export SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1
         exec systemd-nspawn --boot --register=no --keep-unit --console=read-only --machine="$name" \
             --system-call-filter='bpf keyctl add_key request_key' --capability=CAP_NET_ADMIN \
-            --bind="$d/containers:/var/lib/containers" -D "$d/root" > "$d/console.log" 2>&1
+            --bind="$d/containers:/var/lib/containers" -D "$d/root" < /dev/null > "$d/console.log" 2>&1
     ) &
     echo $! > "$d/nspawn.pid"
 }
@@ -407,7 +407,8 @@ stop_host() {
     for h in "${CGROUP_HIERARCHIES[@]}"; do
         [ -d "$h/$(guest_cgroup "$name")" ] && find "$h/$(guest_cgroup "$name")" -depth -type d -exec rmdir {} \; 2>/dev/null
     done
-    if mountpoint -q "$d/root"; then umount "$d/root"; fi
+    # Lazily when busy, and never fatal: a bed half taken down must still finish going down.
+    if mountpoint -q "$d/root"; then umount "$d/root" 2> /dev/null || umount -l "$d/root" 2> /dev/null || true; fi
     [ -n "$keep" ] || rm -rf "$d"
 }
 

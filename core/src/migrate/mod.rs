@@ -3,6 +3,9 @@
 //! "Pending" means: no stamp for (image ID, command) exists, and a `check_command`, if given,
 //! does not report nothing pending. A stamp is written atomically after success, and never
 //! after a failure, so a second run with the same image starts no container at all.
+//!
+//! A pending migration's container is created before its services stop and removed after they
+//! started again, so that they are down for the migration and their start only (`run_one`).
 
 pub mod backup;
 mod source;
@@ -11,7 +14,7 @@ mod start_again;
 
 use crate::ansible::{Invocation, Outcome};
 use crate::host::Host;
-use crate::podman::{Finished, OneOff, PodmanError};
+use crate::podman::{Finished, Guard, OneOff, OneOffResult, PodmanError, Prepared};
 pub use crate::results::run_migrations::Judgement;
 use crate::results::run_migrations::{BatchResult, MigrationResult};
 use crate::state::{StateDir, StateError, read_json, write_json};
@@ -465,6 +468,11 @@ pub fn judge_all(
     Ok((out, revealed))
 }
 
+/// Runs one migration if it is pending, in the order that keeps its services' downtime to the
+/// migration itself and their start (issue 15): the container is created while they still
+/// serve, then they stop (and are backed up), the migration runs, they start again, and only
+/// then is the container removed. If the create fails, nothing is stopped; whatever fails
+/// after it, the container is removed.
 fn run_one(
     m: &Migration,
     p: &Params,
@@ -474,32 +482,39 @@ fn run_one(
     revealed: &mut Vec<String>,
 ) -> Result<Done, MigrateError> {
     let checked_pending = p.checked_pending.get(&named_source(m)).map(String::as_str);
-    let Ready {
-        oneoff,
-        image_id,
-        stamp_path,
-        mut report,
-        t0,
-        ..
-    } = match judge(m, p, inv, host, state, revealed, checked_pending)? {
+    let ready = match judge(m, p, inv, host, state, revealed, checked_pending)? {
         Judged::Decided(d) => return Ok(*d),
         Judged::Pending(r) => *r,
     };
-    let finish = |mut report: Report, changed: bool, msg: String, failed: bool| {
-        report.duration_ms = t0.elapsed().as_millis() as u64;
-        Ok(Done {
-            report,
-            changed,
-            msg,
-            failed,
-        })
-    };
-    let timeout = Duration::from_secs(p.timeout);
     let stop_record = crate::stop_services::record_path(state, &p.stop_record)?;
     backup::forget_finished(state, &p.stop_record, &stop_record)?;
+    let spec = OneOff {
+        command: m.command.clone(),
+        ..ready.oneoff.spec.clone()
+    };
+    // The guard removes the container on every early return, and on a panic.
+    let container = Guard::new(host.podman, host.podman.prepare_oneoff(&spec)?);
+    let done = migrate_prepared(m, p, host, state, &stop_record, ready, container.prepared());
+    let removed = container.remove();
+    let done = done?;
+    removed?;
+    Ok(done)
+}
+
+/// A pending migration whose container is prepared: stops its services, backs up, runs it,
+/// and starts them again, leaving the container for the caller to remove.
+fn migrate_prepared(
+    m: &Migration,
+    p: &Params,
+    host: &Host,
+    state: &StateDir,
+    stop_record: &std::path::Path,
+    mut ready: Ready,
+    container: &Prepared,
+) -> Result<Done, MigrateError> {
+    let timeout = Duration::from_secs(p.timeout);
     if p.stop_first {
         // Pending, so the service and what needs it stop before the schema changes under them.
-        let record = crate::stop_services::record_path(state, &p.stop_record)?;
         let how = crate::stop_services::StopOptions {
             dependents: true,
             missing_ok: false,
@@ -510,71 +525,96 @@ fn run_one(
         let stopped = crate::stop_services::stop_set(
             &stop_host(host),
             state,
-            &record,
-            std::slice::from_ref(&oneoff.source),
+            stop_record,
+            std::slice::from_ref(&ready.oneoff.source),
             &how,
         )?;
-        report.stopped = stopped.stopped;
+        ready.report.stopped = stopped.stopped;
     }
     // With its services stopped, nothing writes after the backup that a restore would lose.
     if let Some(b) = &m.backup {
         let taken = backup::take(
             b,
-            &oneoff.source,
-            &stamp_path,
+            &ready.oneoff.source,
+            &ready.stamp_path,
             host,
             state,
             &p.stop_record,
             timeout,
         )?;
-        report.backup = Some(Box::new(taken));
+        ready.report.backup = Some(Box::new(taken));
     }
-    let spec = OneOff {
-        command: m.command.clone(),
-        ..oneoff.spec.clone()
-    };
-    match host.podman.run_oneoff(&spec, timeout)? {
+    match host.podman.run_prepared(container, timeout)? {
         Finished::TimedOut { output } => Err(MigrateError::Timeout {
             secs: p.timeout,
             tail: tail(&output),
         }),
-        Finished::Exited(r) => {
-            report.ran = true;
-            report.rc = Some(r.rc);
-            report.stdout_tail = Some(tail(&r.output));
-            if r.rc != 0 {
-                let msg = format!(
-                    "{}: the migration exited {}; nothing was recorded, so the next run tries again. Last output:\n{}",
-                    oneoff.source,
-                    r.rc,
-                    tail(&r.output)
-                );
-                return finish(report, true, msg, true);
-            }
-            let stamp = new_stamp(&oneoff.source, m, &image_id, "migrated");
-            save_stamp(state, &stamp_path, &stamp)?;
-            // Up again at once: no service waits for another's migration.
-            if p.start_after && !report.stopped.is_empty() {
-                report.started = start_again::start_again(host, &report.stopped, timeout)?;
-            }
-            let adopted = if r.adopted {
-                " (by the container an interrupted run had started, which this run waited for)"
-            } else {
-                ""
-            };
-            let started = if report.started.is_empty() {
-                String::new()
-            } else {
-                format!(", then started {}", report.started.join(", "))
-            };
-            let msg = format!(
-                "{}: migrated for image {}{adopted}{started}",
-                oneoff.source,
-                short(&image_id)
-            );
-            finish(report, true, msg, false)
-        }
+        Finished::Exited(r) => exited(m, p, host, state, ready, r),
     }
+}
+
+/// A migration that ran to its exit: a failure is reported and stamps nothing; a success is
+/// stamped, and what it stopped starts again at once (`start_after`).
+fn exited(
+    m: &Migration,
+    p: &Params,
+    host: &Host,
+    state: &StateDir,
+    ready: Ready,
+    r: OneOffResult,
+) -> Result<Done, MigrateError> {
+    let Ready {
+        oneoff,
+        image_id,
+        stamp_path,
+        mut report,
+        t0,
+        ..
+    } = ready;
+    let finish = |mut report: Report, changed: bool, msg: String, failed: bool| {
+        report.duration_ms = t0.elapsed().as_millis() as u64;
+        Ok(Done {
+            report,
+            changed,
+            msg,
+            failed,
+        })
+    };
+    report.ran = true;
+    report.rc = Some(r.rc);
+    report.stdout_tail = Some(tail(&r.output));
+    if r.rc != 0 {
+        let msg = format!(
+            "{}: the migration exited {}; nothing was recorded, so the next run tries again. Last output:\n{}",
+            oneoff.source,
+            r.rc,
+            tail(&r.output)
+        );
+        return finish(report, true, msg, true);
+    }
+    let stamp = new_stamp(&oneoff.source, m, &image_id, "migrated");
+    save_stamp(state, &stamp_path, &stamp)?;
+    // Up again at once: no service waits for another's migration, nor for the removal.
+    if p.start_after && !report.stopped.is_empty() {
+        let timeout = Duration::from_secs(p.timeout);
+        report.started = start_again::start_again(host, &report.stopped, timeout)?;
+    }
+    let adopted = if r.adopted {
+        " (by the container an interrupted run had started, which this run waited for)"
+    } else {
+        ""
+    };
+    let started = if report.started.is_empty() {
+        String::new()
+    } else {
+        format!(", then started {}", report.started.join(", "))
+    };
+    let msg = format!(
+        "{}: migrated for image {}{adopted}{started}",
+        oneoff.source,
+        short(&image_id)
+    );
+    finish(report, true, msg, false)
 }
 
 /// The part of the host `stop_services` works on.

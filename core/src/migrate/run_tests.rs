@@ -1,6 +1,8 @@
 //! `migrate::run` on the simulated host: a pending migration stops its service and what needs
 //! it first, runs once per image and stamps it; a failed one stamps nothing; a check command
-//! that reports nothing pending stops and runs nothing. Stops wait on the fake clock.
+//! that reports nothing pending stops and runs nothing. Its container is created before the
+//! stop and removed after the start, whatever fails in between (issue 15). systemd's and
+//! podman's calls go to one log, in the order they were made. Stops wait on the fake clock.
 
 use super::run;
 use super::spec::SPEC;
@@ -22,6 +24,7 @@ impl Bed {
         let sim = SimHost::with_dependency(dir.path().join("quadlet"), "app", "web");
         let mut podman = FakePodman {
             oneoff_rc: rc,
+            calls: sim.calls.clone(),
             ..FakePodman::default()
         };
         podman.images.insert("svc:1".into(), "img-1".into());
@@ -48,13 +51,12 @@ impl Bed {
         respond_on(&SPEC, self.dir.path(), &args, &self.sim, &self.podman, run).out
     }
 
-    /// The stops and one-off runs since the last look.
+    /// The jobs and one-off phases since the last look, in order. Every one-off container
+    /// prepared was removed by then.
     fn calls(&self) -> Vec<String> {
-        let mut out: Vec<String> = std::mem::take(&mut *self.sim.calls.lock().expect("calls"));
-        out.extend(std::mem::take(
-            &mut *self.podman.calls.lock().expect("calls"),
-        ));
-        out
+        let held = self.podman.held.lock().expect("held");
+        assert!(held.is_empty(), "left behind: {held:?}");
+        std::mem::take(&mut *self.sim.calls.lock().expect("calls"))
     }
 
     fn recorded_stop(&self) -> Value {
@@ -77,8 +79,15 @@ fn a_pending_migration_stops_what_needs_it_first_runs_once_and_is_stamped() {
     );
     assert_eq!(
         bed.calls(),
-        ["stop web.service", "stop app.service", "run img-1 migrate"],
-        "stopped in reverse dependency order, then migrated on the image by ID"
+        [
+            "create img-1 migrate",
+            "stop web.service",
+            "stop app.service",
+            "run img-1 migrate",
+            "remove img-1 migrate"
+        ],
+        "created while they serve, stopped in reverse dependency order, then migrated on the \
+         image by ID"
     );
     assert_eq!(
         bed.recorded_stop()["active_before"],
@@ -109,7 +118,14 @@ fn a_failed_migration_stamps_nothing_so_the_next_run_tries_again() {
     bed.calls();
     let again = bed.run(json!({}));
     assert_eq!(again["ran"], json!(true), "{again}");
-    assert_eq!(bed.calls(), ["run img-1 migrate"]);
+    assert_eq!(
+        bed.calls(),
+        [
+            "create img-1 migrate",
+            "run img-1 migrate",
+            "remove img-1 migrate"
+        ]
+    );
 }
 
 #[test]
@@ -123,7 +139,15 @@ fn a_check_command_that_reports_nothing_pending_stops_and_runs_nothing() {
         json!("check_command reports nothing pending"),
         "{out}"
     );
-    assert_eq!(bed.calls(), ["run img-1 check"], "only the check ran");
+    assert_eq!(
+        bed.calls(),
+        [
+            "create img-1 check",
+            "run img-1 check",
+            "remove img-1 check"
+        ],
+        "only the check ran"
+    );
     assert_eq!(bed.sim.active_state("app.service"), "active");
 }
 
@@ -134,14 +158,29 @@ fn a_check_this_run_already_found_pending_for_the_image_is_not_run_again() {
     let judged = json!({"check_command": ["check"], "checked_pending": {"app": "img-1"}});
     let out = bed.run(judged);
     assert_eq!(out["ran"], json!(true), "{out}");
-    assert_eq!(bed.calls(), ["run img-1 migrate"], "the migration only");
+    assert_eq!(
+        bed.calls(),
+        [
+            "create img-1 migrate",
+            "run img-1 migrate",
+            "remove img-1 migrate"
+        ],
+        "the migration only"
+    );
 
     // Found pending for another image: this one is asked.
     let bed = Bed::new(0);
     let stale = json!({"check_command": ["check"], "checked_pending": {"app": "img-0"}});
     let out = bed.run(stale);
     assert_eq!(out["ran"], json!(false), "{out}");
-    assert_eq!(bed.calls(), ["run img-1 check"]);
+    assert_eq!(
+        bed.calls(),
+        [
+            "create img-1 check",
+            "run img-1 check",
+            "remove img-1 check"
+        ]
+    );
 }
 
 #[test]
@@ -154,18 +193,19 @@ fn start_after_starts_what_the_migration_stopped_in_dependency_order_once_it_ran
         json!(["app.service", "web.service"]),
         "{out}"
     );
-    // calls() lists systemd's calls before podman's; that the start waits for the migration's
-    // outcome is the next test's.
     assert_eq!(
         bed.calls(),
         [
+            "create img-1 migrate",
             "stop web.service",
             "stop app.service",
+            "run img-1 migrate",
             "start app.service",
             "start web.service",
-            "run img-1 migrate"
+            "remove img-1 migrate"
         ],
-        "down for the migration only: started again before the call returns"
+        "down for the migration and the start only: created before the stop, removed after \
+         the start, and started again before the call returns"
     );
     assert_eq!(bed.sim.active_state("web.service"), "active");
     assert_eq!(
@@ -188,7 +228,14 @@ fn start_after_starts_nothing_when_the_migration_failed() {
     assert_eq!(out.get("started"), None, "{out}");
     assert_eq!(
         bed.calls(),
-        ["stop web.service", "stop app.service", "run img-1 migrate"]
+        [
+            "create img-1 migrate",
+            "stop web.service",
+            "stop app.service",
+            "run img-1 migrate",
+            "remove img-1 migrate"
+        ],
+        "the failed migration's container is removed all the same"
     );
     assert_eq!(bed.sim.active_state("app.service"), "inactive");
 }
@@ -223,7 +270,13 @@ fn a_restore_stops_the_services_started_after_their_migration_before_the_data_go
     assert_eq!(restored["failed"], json!(false), "{restored}");
     assert_eq!(
         bed.calls(),
-        ["stop web.service", "stop app.service", "run svc:1 load"],
+        [
+            "stop web.service",
+            "stop app.service",
+            "create svc:1 load",
+            "run svc:1 load",
+            "remove svc:1 load"
+        ],
         "nothing writes while the data goes back"
     );
     assert_eq!(bed.sim.active_state("app.service"), "inactive");
@@ -241,5 +294,70 @@ fn start_after_fails_at_once_on_an_unhealthy_container() {
             "web.service was started again after its migration, but its container is unhealthy"
         ),
         "{msg}"
+    );
+    let calls = bed.calls();
+    assert_eq!(
+        calls.last().map(String::as_str),
+        Some("remove img-1 migrate"),
+        "removed after the start that failed: {calls:?}"
+    );
+}
+
+#[test]
+fn a_backup_runs_after_the_stop_between_the_create_and_the_run_of_the_migration() {
+    let bed = Bed::new(0);
+    let backup = json!({"image": "svc:1", "command": ["dump"], "restore_command": ["load"]});
+    let out = bed.run(json!({"stop_first": true, "start_after": true, "backup": backup}));
+    assert_eq!(out["failed"], json!(false), "{out}");
+    assert_eq!(
+        bed.calls(),
+        [
+            "create img-1 migrate",
+            "stop web.service",
+            "stop app.service",
+            "create svc:1 dump",
+            "run svc:1 dump",
+            "remove svc:1 dump",
+            "run img-1 migrate",
+            "start app.service",
+            "start web.service",
+            "remove img-1 migrate"
+        ]
+    );
+}
+
+#[test]
+fn a_create_that_fails_stops_nothing() {
+    let mut bed = Bed::new(0);
+    bed.podman.oneoff_create_fails = true;
+    let out = bed.run(json!({"stop_first": true, "start_after": true}));
+    assert_eq!(out["failed"], json!(true), "{out}");
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("container create"), "{msg}");
+    assert_eq!(bed.calls(), ["create img-1 migrate"]);
+    assert_eq!(bed.sim.active_state("app.service"), "active");
+    assert_eq!(bed.sim.active_state("web.service"), "active");
+}
+
+#[test]
+fn a_stop_that_fails_after_the_create_still_removes_the_container() {
+    let mut bed = Bed::new(0);
+    bed.sim.stuck.insert("web.service".into());
+    let out = bed.run(json!({"stop_first": true, "start_after": true, "timeout": 5}));
+    assert_eq!(out["failed"], json!(true), "{out}");
+    let calls = bed.calls();
+    assert_eq!(
+        calls.first().map(String::as_str),
+        Some("create img-1 migrate")
+    );
+    assert_eq!(
+        calls.last().map(String::as_str),
+        Some("remove img-1 migrate")
+    );
+    assert!(
+        !calls
+            .iter()
+            .any(|c| c.starts_with("run ") || c.starts_with("start ")),
+        "neither migrated nor started: {calls:?}"
     );
 }

@@ -1,6 +1,6 @@
 //! `Podman` over the podman API socket, through bollard's Docker-compatible client.
 
-use super::oneoff::{Finished, OneOff};
+use super::oneoff::{Finished, OneOff, Prepared};
 use super::{
     ContainerInfo, ContainerState, Health, Podman, PodmanError, UNIT_LABEL, UnitSelection, bare_id,
     wire,
@@ -65,7 +65,7 @@ impl PodmanApi {
         self
     }
 
-    fn api_err(call: &str) -> impl Fn(bollard::errors::Error) -> PodmanError + '_ {
+    pub(super) fn api_err(call: &str) -> impl Fn(bollard::errors::Error) -> PodmanError + '_ {
         move |e| PodmanError::Api {
             call: call.to_string(),
             detail: e.to_string(),
@@ -188,12 +188,20 @@ impl Podman for PodmanApi {
             .map_err(Self::api_err("image tag"))
     }
 
-    fn run_oneoff(
+    fn prepare_oneoff(&self, spec: &OneOff) -> Result<Prepared, PodmanError> {
+        self.prepare_oneoff_impl(spec)
+    }
+
+    fn run_prepared(
         &self,
-        spec: &OneOff,
-        timeout: std::time::Duration,
+        prepared: &Prepared,
+        timeout: Duration,
     ) -> Result<Finished, PodmanError> {
-        self.run_oneoff_impl(spec, timeout)
+        self.run_prepared_impl(prepared, timeout)
+    }
+
+    fn remove_oneoff(&self, prepared: &Prepared) -> Result<(), PodmanError> {
+        self.remove_oneoff_impl(prepared)
     }
 
     fn secrets(&self) -> Result<Vec<super::SecretInfo>, PodmanError> {
@@ -235,8 +243,9 @@ pub(super) struct Listed {
     pub(super) id: String,
     #[serde(rename = "ImageID", default)]
     image_id: String,
+    /// `created`, `running`, `exited`, ...: the one-off sweep adopts only a started leftover.
     #[serde(default)]
-    state: String,
+    pub(super) state: String,
     #[serde(default)]
     pub(super) labels: Option<HashMap<String, String>>,
 }

@@ -12,7 +12,7 @@ mod wire;
 pub use crate::reference::ImageRef;
 pub use api::PodmanApi;
 pub use images::{ImageStore, LocalImage};
-pub use oneoff::{Finished, OneOff, OneOffResult};
+pub use oneoff::{Finished, Guard, OneOff, OneOffResult, Prepared};
 pub use secrets::SecretInfo;
 pub use status::{ContainerState, Health};
 
@@ -70,12 +70,33 @@ pub trait Podman: Sync + ImageStore {
     fn load_archive(&self, path: &std::path::Path) -> Result<Vec<String>, PodmanError>;
     /// Points `target` (REPO:TAG) at an image ID.
     fn tag(&self, image_id: &str, target: &str) -> Result<(), PodmanError>;
-    /// Runs a one-off container to its end or the deadline, and removes it either way.
+    /// Makes a one-off ready without running it: removes the unit's leftover one-offs, then
+    /// creates the container, or adopts a started leftover of the same work. It needs nothing
+    /// stopped, so a migration prepares while its services still serve.
+    fn prepare_oneoff(&self, spec: &OneOff) -> Result<Prepared, PodmanError>;
+    /// Runs a prepared one-off to its end or the deadline (then kills it) and collects its
+    /// output's tail; the container stays until `remove_oneoff`.
+    fn run_prepared(
+        &self,
+        prepared: &Prepared,
+        timeout: std::time::Duration,
+    ) -> Result<Finished, PodmanError>;
+    /// Removes a prepared one-off's container, whatever its state.
+    fn remove_oneoff(&self, prepared: &Prepared) -> Result<(), PodmanError>;
+    /// Runs a one-off container to its end or the deadline, and removes it either way: its
+    /// prepare, run and removal in one, for a caller with nothing to do in between.
     fn run_oneoff(
         &self,
         spec: &OneOff,
         timeout: std::time::Duration,
-    ) -> Result<Finished, PodmanError>;
+    ) -> Result<Finished, PodmanError> {
+        let held = Guard::new(self, self.prepare_oneoff(spec)?);
+        let finished = self.run_prepared(held.prepared(), timeout);
+        let removed = held.remove();
+        let finished = finished?;
+        removed?;
+        Ok(finished)
+    }
     /// Every container quadlet started for the units `selection` names, running or not, with
     /// their health: one list call, however many services and templates it names.
     fn containers_of(

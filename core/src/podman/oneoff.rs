@@ -1,13 +1,24 @@
-//! One-off containers (migrations): create, start, wait with a deadline, collect the output
-//! (its tail, bounded), and always remove the container, on success, failure and timeout alike.
+//! One-off containers (migrations, their checks and backups), in three phases so that a caller
+//! can keep the slow parts out of a service's downtime:
+//!
+//! 1. `prepare`: sweep the unit's leftovers, then create the container (or adopt a leftover);
+//!    it needs nothing stopped, so a migration prepares before it stops its services.
+//! 2. `run`: start it (unless adopted), wait with the deadline, collect its output (its tail,
+//!    bounded); on timeout kill it.
+//! 3. `remove`: remove it, on success, failure and timeout alike; a migration removes it only
+//!    after its services started again.
+//!
+//! `Podman::run_oneoff` composes the three; `Guard` removes a prepared container on every path.
 //!
 //! A run killed while its one-off ran leaves the container behind, still migrating. The next
 //! run of the same command on the same image adopts it: waits for it and takes its exit as the
-//! result, so a migration never runs twice side by side, nor twice in a row. Any other leftover
-//! of the same unit is removed before a new one starts.
+//! result, so a migration never runs twice side by side, nor twice in a row. Only a leftover
+//! that was started is adopted: one a run left between its create and its start never runs
+//! unless started, and waiting on it would only end at the deadline. It is removed, as is any
+//! other leftover of the unit, before a new one is created.
 
-use super::PodmanError;
-use super::api::PodmanApi;
+use super::api::{Listed, PodmanApi};
+use super::{ContainerState, Podman, PodmanError};
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, KillContainerOptions, LogsOptionsBuilder,
@@ -76,22 +87,100 @@ pub enum Finished {
     TimedOut { output: String },
 }
 
+/// A one-off container ready to run: created by this run, or a killed run's, adopted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepared {
+    pub id: String,
+    /// A started leftover of the same work: it is waited for, never started again.
+    pub adopted: bool,
+}
+
+/// A prepared one-off that is removed when dropped, so that no early return, error or panic
+/// between its prepare and its removal leaves the container behind. `remove` removes it at the
+/// point the caller chooses, and reports how that went.
+pub struct Guard<'a, P: Podman + ?Sized> {
+    podman: &'a P,
+    prepared: Prepared,
+    removed: bool,
+}
+
+impl<'a, P: Podman + ?Sized> Guard<'a, P> {
+    pub fn new(podman: &'a P, prepared: Prepared) -> Self {
+        Guard {
+            podman,
+            prepared,
+            removed: false,
+        }
+    }
+
+    pub fn prepared(&self) -> &Prepared {
+        &self.prepared
+    }
+
+    pub fn remove(mut self) -> Result<(), PodmanError> {
+        self.removed = true;
+        self.podman.remove_oneoff(&self.prepared)
+    }
+}
+
+impl<P: Podman + ?Sized> Drop for Guard<'_, P> {
+    fn drop(&mut self) {
+        if self.removed {
+            return;
+        }
+        // Only reached on a path that already fails: its error is the one to report.
+        if let Err(e) = self.podman.remove_oneoff(&self.prepared) {
+            tracing::warn!(container = %self.prepared.id, error = %e, "one-off not removed");
+        }
+    }
+}
+
+/// What to do with a unit's leftover one-offs before a new one: the one to adopt, if any, and
+/// the rest to remove.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Sweep {
+    adopt: Option<String>,
+    remove: Vec<String>,
+}
+
+/// Sorts the leftovers: the first one of the same work (`key`) that was started is adopted,
+/// every other one, never-started ones of the same work included, is removed.
+fn sweep(listed: Vec<Listed>, key: &str) -> Sweep {
+    let mut out = Sweep::default();
+    for c in listed {
+        let same = c
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(KEY_LABEL))
+            .is_some_and(|k| k == key);
+        if same && out.adopt.is_none() && was_started(&c.state) {
+            out.adopt = Some(c.id);
+        } else {
+            out.remove.push(c.id);
+        }
+    }
+    out
+}
+
+/// True for the states of a container that was started: running, or on its way to its exit
+/// code, or there. A created, configured or initialized one never ran; any other state
+/// (paused, dead, one refit does not know) gives no exit that waiting would bring.
+fn was_started(state: &str) -> bool {
+    match ContainerState::parse(state) {
+        ContainerState::Running => true,
+        ContainerState::NotRunning(s) => ["stopping", "stopped", "exited"].contains(&s.as_str()),
+        ContainerState::Other(_) => false,
+    }
+}
+
 impl PodmanApi {
-    pub(super) fn run_oneoff_impl(
-        &self,
-        spec: &OneOff,
-        timeout: Duration,
-    ) -> Result<Finished, PodmanError> {
-        let api = |call: &'static str| {
-            move |e: bollard::errors::Error| PodmanError::Api {
-                call: call.to_string(),
-                detail: e.to_string(),
-            }
-        };
+    pub(super) fn prepare_oneoff_impl(&self, spec: &OneOff) -> Result<Prepared, PodmanError> {
         let key = spec.key();
+        if let Some(id) = self.sweep_leftovers(spec, &key)? {
+            return Ok(Prepared { id, adopted: true });
+        }
         let mut labels = spec.labels.clone();
-        labels.insert(KEY_LABEL.to_string(), key.clone());
-        let adopted = self.sweep_leftovers(spec, &key)?;
+        labels.insert(KEY_LABEL.to_string(), key);
         let body = ContainerCreateBody {
             image: Some(spec.image.clone()),
             cmd: Some(spec.command.clone()),
@@ -104,107 +193,99 @@ impl PodmanApi {
             }),
             ..ContainerCreateBody::default()
         };
-        let docker = self.docker();
-        self.block_on(async {
-            let id = match &adopted {
-                Some(id) => id.clone(),
-                None => {
-                    docker
-                        .create_container(Some(CreateContainerOptionsBuilder::new().build()), body)
-                        .await
-                        .map_err(api("container create"))?
-                        .id
-                }
-            };
-            let outcome = async {
-                if adopted.is_none() {
-                    docker
-                        .start_container(&id, None::<StartContainerOptions>)
-                        .await
-                        .map_err(api("container start"))?;
-                }
-                let waited = tokio::time::timeout(timeout, async {
-                    let mut stream = docker.wait_container(&id, None::<WaitContainerOptions>);
-                    match stream.next().await {
-                        Some(Ok(r)) => Ok(r.status_code),
-                        // bollard reports a non-zero exit as an error that carries the code.
-                        Some(Err(bollard::errors::Error::DockerContainerWaitError {
-                            code,
-                            ..
-                        })) => Ok(code),
-                        Some(Err(e)) => Err(api("container wait")(e)),
-                        None => Ok(-1),
-                    }
-                })
-                .await;
-                if waited.is_err() {
-                    let _ = docker
-                        .kill_container(&id, None::<KillContainerOptions>)
-                        .await;
-                }
-                let mut output = String::new();
-                let opts = LogsOptionsBuilder::new().stdout(true).stderr(true).build();
-                let mut logs = docker.logs(&id, Some(opts));
-                while let Some(Ok(chunk)) = logs.next().await {
-                    output.push_str(&chunk.to_string());
-                    keep_tail(&mut output);
-                }
-                let mut cut = output.len().saturating_sub(MAX_OUTPUT);
-                while !output.is_char_boundary(cut) {
-                    cut += 1;
-                }
-                output.drain(..cut);
-                Ok(match waited {
-                    Ok(rc) => Finished::Exited(OneOffResult {
-                        rc: rc?,
-                        output,
-                        adopted: adopted.is_some(),
-                    }),
-                    Err(_) => Finished::TimedOut { output },
-                })
-            }
-            .await;
-            // Removed whatever happened above: no migration container is ever left behind.
-            let rm = RemoveContainerOptionsBuilder::new()
-                .force(true)
-                .v(false)
-                .build();
-            let removed = docker
-                .remove_container(&id, Some(rm))
-                .await
-                .map_err(api("container remove"));
-            let outcome = outcome?;
-            removed?;
-            Ok(outcome)
+        let opts = CreateContainerOptionsBuilder::new().build();
+        let created = self
+            .block_on(self.docker().create_container(Some(opts), body))
+            .map_err(Self::api_err("container create"))?;
+        Ok(Prepared {
+            id: created.id,
+            adopted: false,
         })
     }
-}
 
-impl PodmanApi {
-    /// Removes the unit's leftover one-offs, but for one of the same work (image and command),
-    /// which is returned to be adopted.
+    pub(super) fn run_prepared_impl(
+        &self,
+        prepared: &Prepared,
+        timeout: Duration,
+    ) -> Result<Finished, PodmanError> {
+        let (docker, id) = (self.docker(), prepared.id.as_str());
+        self.block_on(async {
+            if !prepared.adopted {
+                docker
+                    .start_container(id, None::<StartContainerOptions>)
+                    .await
+                    .map_err(Self::api_err("container start"))?;
+            }
+            let waited = tokio::time::timeout(timeout, self.wait_exit(id)).await;
+            if waited.is_err() {
+                let _ = docker
+                    .kill_container(id, None::<KillContainerOptions>)
+                    .await;
+            }
+            let output = self.output_tail(id).await;
+            Ok(match waited {
+                Ok(rc) => Finished::Exited(OneOffResult {
+                    rc: rc?,
+                    output,
+                    adopted: prepared.adopted,
+                }),
+                Err(_) => Finished::TimedOut { output },
+            })
+        })
+    }
+
+    pub(super) fn remove_oneoff_impl(&self, prepared: &Prepared) -> Result<(), PodmanError> {
+        let rm = RemoveContainerOptionsBuilder::new()
+            .force(true)
+            .v(false)
+            .build();
+        self.block_on(self.docker().remove_container(&prepared.id, Some(rm)))
+            .map_err(Self::api_err("container remove"))
+    }
+
+    /// The container's exit code, once it exited.
+    async fn wait_exit(&self, id: &str) -> Result<i64, PodmanError> {
+        let mut stream = self
+            .docker()
+            .wait_container(id, None::<WaitContainerOptions>);
+        match stream.next().await {
+            Some(Ok(r)) => Ok(r.status_code),
+            // bollard reports a non-zero exit as an error that carries the code.
+            Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => Ok(code),
+            Some(Err(e)) => Err(Self::api_err("container wait")(e)),
+            None => Ok(-1),
+        }
+    }
+
+    /// The last MAX_OUTPUT bytes of the container's stdout and stderr.
+    async fn output_tail(&self, id: &str) -> String {
+        let mut output = String::new();
+        let opts = LogsOptionsBuilder::new().stdout(true).stderr(true).build();
+        let mut logs = self.docker().logs(id, Some(opts));
+        while let Some(Ok(chunk)) = logs.next().await {
+            output.push_str(&chunk.to_string());
+            keep_tail(&mut output);
+        }
+        let mut cut = output.len().saturating_sub(MAX_OUTPUT);
+        while !output.is_char_boundary(cut) {
+            cut += 1;
+        }
+        output.drain(..cut);
+        output
+    }
+
+    /// Removes the unit's leftover one-offs, but for a started one of the same work (image and
+    /// command), which is returned to be adopted.
     fn sweep_leftovers(&self, spec: &OneOff, key: &str) -> Result<Option<String>, PodmanError> {
         let Some(source) = spec.labels.get(SOURCE_LABEL) else {
             return Ok(None);
         };
         let listed = self.list_labelled(vec![format!("{SOURCE_LABEL}={source}")])?;
-        let mut adopt = None;
-        for c in listed {
-            let same = c
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(KEY_LABEL))
-                .is_some_and(|k| k == key);
-            if same && adopt.is_none() {
-                adopt = Some(c.id);
-                continue;
-            }
+        let Sweep { adopt, remove } = sweep(listed, key);
+        for id in remove {
             let rm = RemoveContainerOptionsBuilder::new().force(true).build();
-            self.block_on(self.docker().remove_container(&c.id, Some(rm)))
-                .map_err(|e| PodmanError::Api {
-                    call: "container remove".into(),
-                    detail: e.to_string(),
-                })?;
+            self.block_on(self.docker().remove_container(&id, Some(rm)))
+                .map_err(Self::api_err("container remove"))?;
         }
         Ok(adopt)
     }
@@ -237,5 +318,65 @@ mod tests {
         keep_tail(&mut out);
         assert!(out.len() <= MAX_OUTPUT + 1, "{}", out.len());
         assert!(out.ends_with('é'));
+    }
+
+    /// A leftover as podman's compat list reports it.
+    fn listed(id: &str, key: &str, state: &str) -> Listed {
+        serde_json::from_value(serde_json::json!({
+            "Id": id, "ImageID": "sha256:img", "State": state,
+            "Labels": {SOURCE_LABEL: "app", KEY_LABEL: key},
+        }))
+        .expect("a compat list entry")
+    }
+
+    #[test]
+    fn a_started_leftover_of_the_same_work_is_adopted_and_the_others_removed() {
+        for state in ["running", "exited", "stopped"] {
+            let found = sweep(
+                vec![
+                    listed("other", "k2", "running"),
+                    listed("same", "k1", state),
+                ],
+                "k1",
+            );
+            let want = Sweep {
+                adopt: Some("same".into()),
+                remove: vec!["other".into()],
+            };
+            assert_eq!(found, want, "{state}");
+        }
+    }
+
+    /// A run killed between its create and its start leaves a container that never runs:
+    /// adopted, it would be waited on until the deadline.
+    #[test]
+    fn a_created_never_started_leftover_of_the_same_work_is_removed_not_adopted() {
+        for state in ["created", "configured", "initialized", "hibernating"] {
+            let found = sweep(vec![listed("same", "k1", state)], "k1");
+            let want = Sweep {
+                adopt: None,
+                remove: vec!["same".into()],
+            };
+            assert_eq!(found, want, "{state}");
+        }
+        let found = sweep(
+            vec![
+                listed("new", "k1", "created"),
+                listed("ran", "k1", "exited"),
+            ],
+            "k1",
+        );
+        assert_eq!(found.adopt.as_deref(), Some("ran"));
+        assert_eq!(found.remove, ["new"]);
+    }
+
+    #[test]
+    fn only_one_leftover_of_the_same_work_is_adopted() {
+        let found = sweep(
+            vec![listed("a", "k1", "running"), listed("b", "k1", "running")],
+            "k1",
+        );
+        assert_eq!(found.adopt.as_deref(), Some("a"));
+        assert_eq!(found.remove, ["b"]);
     }
 }

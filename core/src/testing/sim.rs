@@ -6,13 +6,14 @@
 //! status refit has never seen. Time is a `FakeClock`, so waits take no real time.
 
 use crate::podman::{
-    ContainerInfo, ContainerState, Finished, Health, OneOff, Podman, PodmanError, UnitSelection,
+    ContainerInfo, ContainerState, Finished, Health, OneOff, Podman, PodmanError, Prepared,
+    UnitSelection,
 };
 use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
 use crate::unit::{REVISION_LABEL, UnitFile};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod images;
@@ -51,7 +52,8 @@ pub struct SimHost {
     pub foreign_users: HashSet<String>,
     services: Mutex<HashMap<String, Service>>,
     next: Mutex<u64>,
-    pub calls: Mutex<Vec<String>>,
+    /// Every call that changes something, in order; a `FakePodman` may share it.
+    pub calls: Arc<Mutex<Vec<String>>>,
 }
 
 impl SimHost {
@@ -303,11 +305,18 @@ impl Podman for SimHost {
         self.add_image(target, image_id);
         Ok(())
     }
-    fn run_oneoff(&self, _spec: &OneOff, _timeout: Duration) -> Result<Finished, PodmanError> {
-        Err(PodmanError::Api {
-            call: "run".into(),
-            detail: "the simulated host runs no one-off containers".into(),
-        })
+    fn prepare_oneoff(&self, _spec: &OneOff) -> Result<Prepared, PodmanError> {
+        Err(no_oneoffs())
+    }
+    fn run_prepared(
+        &self,
+        _prepared: &Prepared,
+        _timeout: Duration,
+    ) -> Result<Finished, PodmanError> {
+        Err(no_oneoffs())
+    }
+    fn remove_oneoff(&self, _prepared: &Prepared) -> Result<(), PodmanError> {
+        Err(no_oneoffs())
     }
     fn secrets(&self) -> Result<Vec<crate::podman::SecretInfo>, PodmanError> {
         Ok(Vec::new())
@@ -333,6 +342,15 @@ impl Podman for SimHost {
             .filter_map(|s| s.container.clone())
             .filter(|c| selection.matches(&c.unit))
             .collect())
+    }
+}
+
+/// The simulated host prepares no one-off containers, so it has none to run or remove either:
+/// migrations run on `FakePodman`.
+fn no_oneoffs() -> PodmanError {
+    PodmanError::Api {
+        call: "container create".into(),
+        detail: "the simulated host runs no one-off containers".into(),
     }
 }
 

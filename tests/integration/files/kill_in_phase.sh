@@ -62,9 +62,10 @@ timer=$!
 wait "$pid" 2> /dev/null || true
 kill "$timer" 2> /dev/null || true
 # Every module it left on the host finishes, seen as refit's state lock free (a module outlives
-# a killed controller, as over SSH), at most 120 s.
-if ! "$bed" exec "$host" sh -c '[ ! -e /var/lib/refit/lock ] || flock -w 120 /var/lib/refit/lock true'; then
-    echo "refit's lock on $host was still held 120 s after the $target was killed in $phase; its holder and the processes there:" >&2
+# a killed controller, as over SSH), at most 300 s: a rollback the killed controller had
+# started runs on to its end, and was seen to take over 120 s once (its convergence wait).
+if ! "$bed" exec "$host" sh -c '[ ! -e /var/lib/refit/lock ] || flock -w 300 /var/lib/refit/lock true'; then
+    echo "refit's lock on $host was still held 300 s after the $target was killed in $phase; its holder and the processes there:" >&2
     "$bed" exec "$host" sh -c 'cat /var/lib/refit/lock; echo; ps -eo pid,pgid,etimes,args' >&2 || true
     exit 1
 fi
