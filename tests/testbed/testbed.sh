@@ -35,6 +35,8 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 REGISTRY=127.0.0.1:5000
 # A registry that wants a login (htpasswd, a password new with each bed): private registries.
 LOGIN_REGISTRY=127.0.0.1:5001
+# A registry over TLS, its certificate from a CA of the bed's own that hosts trust by certs.d only.
+TLS_REGISTRY=127.0.0.1:5002
 ROOTFS=$CACHE/rootfs-trixie
 VENV=$CACHE/venv
 # Bump when the rootfs recipe below changes, so cached rootfs are rebuilt.
@@ -55,8 +57,9 @@ now_ms() { date +%s%3N; }
 # Closes every descriptor above stderr in this (sub)shell, so a daemon the bed starts never
 # holds a lock its caller took (`flock LOCK testbed.sh up` would otherwise be held for good).
 close_inherited_fds() {
-    local fd
-    for fd in $(ls /proc/$BASHPID/fd); do
+    local path fd
+    for path in /proc/"$BASHPID"/fd/*; do
+        fd=${path##*/}
         [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null
     done
     return 0
@@ -80,7 +83,7 @@ debian_mirror() {
     echo "${REFIT_TESTBED_MIRROR:-$uri}"
 }
 
-host_packages=(podman runc conmon busybox-static docker-registry skopeo debootstrap openssh-client
+host_packages=(podman runc conmon busybox-static docker-registry skopeo debootstrap openssh-client openssl
     systemd-container iproute2 curl python3-venv util-linux)
 
 install_host_packages() {
@@ -225,6 +228,45 @@ EOF
 
 stop_login_registry() { stop_pidfile "$RUN/login-registry.pid"; }
 
+# The TLS registry: distribution serving HTTPS with a certificate for 127.0.0.1 from a CA made
+# once per bed under $RUN/tls-registry. Hosts trust that CA through
+# /etc/containers/certs.d/$TLS_REGISTRY/ca.crt (boot_host) and no registries.conf entry, so a
+# pull or a digest lookup that ignores certs.d fails. $RUN/tls-registry/certs.d is host podman's
+# --cert-dir parent; `publish` pushes with --tls-verify=false. Starts empty.
+start_tls_registry() {
+    local d=$RUN/tls-registry ip=${TLS_REGISTRY%:*}
+    command -v openssl > /dev/null || die "the TLS registry needs openssl for its certificates; run: apt-get install openssl"
+    mkdir -p "$d/data" "$d/certs.d/$TLS_REGISTRY"
+    if [ ! -s "$d/server.crt" ]; then
+        openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
+            -keyout "$d/ca.key" -out "$d/ca.crt" -subj "/CN=refit testbed CA $BED" \
+            -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2> /dev/null
+        openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+            -keyout "$d/server.key" -out "$d/server.csr" -subj "/CN=$ip" 2> /dev/null
+        printf 'subjectAltName=IP:%s\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' "$ip" > "$d/server.ext"
+        openssl x509 -req -in "$d/server.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 30 -sha256 \
+            -extfile "$d/server.ext" -out "$d/server.crt" 2> /dev/null
+        rm -f "$d/server.csr" "$d/server.ext" "$d/ca.srl"
+        chmod 600 "$d/ca.key" "$d/server.key"
+    fi
+    cp "$d/ca.crt" "$d/certs.d/$TLS_REGISTRY/ca.crt"
+    cat > "$d/registry.yml" <<EOF
+version: 0.1
+log: {level: warn, accesslog: {disabled: true}}
+storage: {filesystem: {rootdirectory: $d/data}, delete: {enabled: true}}
+http: {addr: $TLS_REGISTRY, tls: {certificate: $d/server.crt, key: $d/server.key}}
+EOF
+    (close_inherited_fds; exec docker-registry serve "$d/registry.yml") > "$d/registry.log" 2>&1 &
+    echo $! > "$RUN/tls-registry.pid"
+    for _ in $(seq 100); do
+        curl -fs --cacert "$d/ca.crt" "https://$TLS_REGISTRY/v2/" > /dev/null && return
+        sleep 0.1
+    done
+    die "the TLS registry did not answer on https://$TLS_REGISTRY within 10 s; see $d/registry.log"
+}
+
+stop_tls_registry() { stop_pidfile "$RUN/tls-registry.pid"; }
+
 # Kills the process named in a pid file, waits for it (bounded), and removes the file.
 stop_pidfile() {
     local f=$1 p
@@ -347,6 +389,11 @@ boot_host() {
         echo >> "$d/root/etc/machine-id"
     fi
     ssh_setup "$name"
+    # The TLS registry's CA, where podman (and refit's lookup) read a registry's CAs; a bed up
+    # from before the TLS registry existed has none.
+    if [ -s "$RUN/tls-registry/ca.crt" ]; then
+        install -D -m 0644 "$RUN/tls-registry/ca.crt" "$d/root/etc/containers/certs.d/$TLS_REGISTRY/ca.crt"
+    fi
     # Each guest gets its own cgroup; with --keep-unit they would otherwise all share one.
     cg=$(guest_cgroup "$name")
     for h in "${CGROUP_HIERARCHIES[@]}"; do mkdir -p "$h/$cg"; done
@@ -448,6 +495,10 @@ write_ansible_config() {
         echo "testbed_registry=$REGISTRY"
         echo "testbed_login_registry=$LOGIN_REGISTRY"
         echo "testbed_login_auth_file=$RUN/login-registry/auth.json"
+        echo "testbed_tls_registry=$TLS_REGISTRY"
+        # The bed's own directory on the controller: scenario files there never meet another
+        # lane's (tests/testbed/lane.sh), as files under a fixed /var/tmp name would.
+        echo "testbed_run=$RUN"
         echo "ansible_user=root"
         echo "ansible_ssh_private_key_file=$RUN/ssh/id_ed25519"
         echo "ansible_ssh_common_args='-o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no'"
@@ -477,6 +528,7 @@ clean_stale() {
     fi
     stop_registry
     stop_login_registry
+    stop_tls_registry
     while read -r mnt; do umount -l "$mnt" || true; done < <(awk -v r="$RUN/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r)
     for h in "${CGROUP_HIERARCHIES[@]}"; do
         for c in "$h/$BED".*; do
@@ -499,6 +551,7 @@ cmd_up() {
     phase venv make_venv
     phase registry start_registry
     phase login-registry start_login_registry
+    phase tls-registry start_tls_registry
     for h in "${hosts[@]}"; do phase "boot-$h" boot_host "$h"; done
     phase images push_images
     [ -z "${REFIT_PULP:-}" ] || phase pulp-images pulp_images

@@ -103,18 +103,42 @@ pub fn registry_locations(targets: &[Target]) -> Vec<Location> {
 
 /// Whether the registry's digest for the reference is one the local image was not pulled as;
 /// None for an image podman recorded no digest of (loaded from an archive, or built here).
+/// The digest alone is compared: a short name's image is recorded under the name its alias
+/// or mirror resolved to, not the name as written.
 fn newer_in_registry(host: &Host, image: &ImageRef) -> Result<Option<bool>, UnitError> {
     let known = host.podman.repo_digests(image.as_str())?;
     if known.is_empty() {
         return Ok(None);
     }
-    let loc = Location::of(image);
-    let remote = format!("{}@{}", loc.name(), host.registry.digest(&loc)?);
-    Ok(Some(!known.contains(&remote)))
+    let remote = host.registry.digest(&Location::of(image))?;
+    Ok(Some(!pulled_as(&known, &remote)))
+}
+
+/// Whether one of an image's RepoDigests (`NAME@DIGEST`) is `digest`.
+fn pulled_as(repo_digests: &[String], digest: &str) -> bool {
+    repo_digests
+        .iter()
+        .any(|rd| rd.rsplit_once('@').is_some_and(|(_, d)| d == digest))
 }
 
 /// `localhost/refit-keep/NAME-HASH:previous`: the repository of refit's own tags for the
 /// unit, which retention's kept-revision tags share.
 fn keep_tag(t: &Target) -> String {
     format!("{}:previous", super::retention::keep_repo(t.name.stem()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pulled_as;
+
+    #[test]
+    fn an_image_was_pulled_as_a_digest_under_any_name() {
+        let known = vec![
+            "127.0.0.1:5001/foreman/db@sha256:aa".to_string(),
+            "127.0.0.1:5001/foreman/db@sha256:bb".to_string(),
+        ];
+        assert!(pulled_as(&known, "sha256:bb"));
+        assert!(!pulled_as(&known, "sha256:cc"));
+        assert!(!pulled_as(&["no-digest".to_string()], "no-digest"));
+    }
 }

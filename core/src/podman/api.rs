@@ -6,7 +6,7 @@ use super::{
     wire,
 };
 use bollard::Docker;
-use bollard::query_parameters::{CreateImageOptionsBuilder, TagImageOptionsBuilder};
+use bollard::query_parameters::TagImageOptionsBuilder;
 use futures_util::StreamExt;
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -111,30 +111,8 @@ impl Podman for PodmanApi {
     }
 
     fn pull(&self, image: &str) -> Result<String, PodmanError> {
-        if let Some(auth) = &self.registry_auth {
-            super::authpull::pull(&self.socket, image, auth, self.pull_timeout)?;
-            return self.image_id(image)?.ok_or_else(|| PodmanError::Pull {
-                image: image.to_string(),
-                detail: "the pull reported success but the image is not local".into(),
-            });
-        }
-        let opts = CreateImageOptionsBuilder::new().from_image(image).build();
-        let pull_err = |detail: String| PodmanError::Pull {
-            image: image.to_string(),
-            detail,
-        };
-        // The timer is made inside the runtime: tokio's time driver exists only there.
-        let drained = self.rt.block_on(async {
-            tokio::time::timeout(self.pull_timeout, self.drain_pull(image, opts)).await
-        });
-        drained.map_err(|_| {
-            pull_err(format!(
-                "the registry did not finish sending it within {} s (the unit's timeout)",
-                self.pull_timeout.as_secs()
-            ))
-        })??;
-        self.image_id(image)?
-            .ok_or_else(|| pull_err("the pull reported success but the image is not local".into()))
+        let auth = self.registry_auth.as_deref();
+        super::pull::pull(&self.socket, image, auth, self.pull_timeout).map(|id| bare_id(&id))
     }
 
     fn load_archive(&self, path: &std::path::Path) -> Result<Vec<String>, PodmanError> {
@@ -302,29 +280,6 @@ impl PodmanApi {
             });
         }
         Ok(out)
-    }
-
-    /// Drains a pull's progress stream; the first error in it is the pull's.
-    async fn drain_pull(
-        &self,
-        image: &str,
-        opts: bollard::query_parameters::CreateImageOptions,
-    ) -> Result<(), PodmanError> {
-        let pull_err = |detail: String| PodmanError::Pull {
-            image: image.to_string(),
-            detail,
-        };
-        let mut stream = self.docker.create_image(Some(opts), None, None);
-        while let Some(item) = stream.next().await {
-            let info = item.map_err(|e| pull_err(e.to_string()))?;
-            if let Some(err) = info.error_detail.and_then(|d| d.message) {
-                return Err(pull_err(err));
-            }
-            if let Some(status) = info.status {
-                tracing::info!(image, %status, "pull");
-            }
-        }
-        Ok(())
     }
 
     /// Every container, running or not, matching all the label filters: one bounded list call.

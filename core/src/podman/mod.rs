@@ -2,9 +2,9 @@
 //! so plans and waits can be tested without a host; `PodmanApi` speaks to the real socket.
 
 mod api;
-mod authpull;
 mod images;
 pub mod oneoff;
+mod pull;
 pub mod secrets;
 mod status;
 mod wire;

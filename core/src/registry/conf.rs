@@ -5,7 +5,7 @@
 
 use super::Location;
 use serde::Deserialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// One place to ask for a tag: a registry host and the repository there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,21 +90,27 @@ pub struct Blocked {
     pub prefix: String,
 }
 
+/// `ETC/registries.conf`, then `ETC/registries.conf.d/*.conf` in name order: the files podman
+/// reads, a later one overriding an earlier one. Some may not exist.
+pub(super) fn files(etc: &Path) -> Vec<PathBuf> {
+    let mut files = vec![etc.join("registries.conf")];
+    if let Ok(dir) = std::fs::read_dir(etc.join("registries.conf.d")) {
+        let mut dropins: Vec<_> = dir
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "conf"))
+            .collect();
+        dropins.sort();
+        files.extend(dropins);
+    }
+    files
+}
+
 impl RegistriesConf {
     /// `ETC/registries.conf`, then `ETC/registries.conf.d/*.conf` in name order. A file that
     /// does not parse is skipped: podman's pulls would report it.
     pub fn read(etc: &Path) -> Self {
-        let mut files = vec![etc.join("registries.conf")];
-        if let Ok(dir) = std::fs::read_dir(etc.join("registries.conf.d")) {
-            let mut dropins: Vec<_> = dir
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "conf"))
-                .collect();
-            dropins.sort();
-            files.extend(dropins);
-        }
-        let texts: Vec<String> = files
+        let texts: Vec<String> = files(etc)
             .iter()
             .filter_map(|f| std::fs::read_to_string(f).ok())
             .collect();

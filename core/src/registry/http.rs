@@ -1,17 +1,22 @@
 //! The registry's HTTP API (distribution v2): a HEAD of the tag's manifest, with the bearer
-//! token dance public registries want, and the credentials podman itself would use.
+//! token dance public registries want, and the names, TLS files and credentials podman itself
+//! would use.
 
+use super::aliases::{ALIAS_CACHE, ShortNames};
 use super::auth::{AuthError, Credentials};
+use super::certs::{CertError, CertsD, HostTls};
 use super::conf::{Endpoint, RegistriesConf};
-use super::{Location, Registry, RegistryError};
+use super::{Location, Registry, RegistryError, Roots, Untrusted};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
+use std::sync::OnceLock;
 use std::time::Duration;
 use ureq::http::Response;
-use ureq::tls::{RootCerts, TlsConfig};
+use ureq::tls::{Certificate, RootCerts, TlsConfig};
 
 /// Every manifest type podman pulls; without them a registry may answer with an old schema.
 const ACCEPT: &str = "application/vnd.oci.image.index.v1+json, \
@@ -24,6 +29,13 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 pub struct HttpRegistry {
     /// Mirrors and `insecure` flags, from `registries.conf` and its drop-ins.
     conf: RegistriesConf,
+    /// What a short name means here: aliases, search registries, `short-name-mode`.
+    short_names: ShortNames,
+    /// Each registry's CA and client certificates.
+    certs: CertsD,
+    /// The system's CA certificates, read once and only for a registry with CAs of its own:
+    /// the platform verifier cannot take extra roots, so those get both sets explicitly.
+    system_roots: OnceLock<Vec<Certificate<'static>>>,
     /// Logins by registry, from `auth_file` or podman's own auth files.
     creds: Credentials,
 }
@@ -31,18 +43,30 @@ pub struct HttpRegistry {
 impl HttpRegistry {
     /// This host's registry settings and credentials, as podman reads them.
     pub fn from_host() -> Self {
-        Self::with_credentials(Credentials::load(None).unwrap_or_default())
+        Self::at(&Roots::host(), Credentials::load(None).unwrap_or_default())
     }
 
     /// This host's registry settings, with the logins of `auth_file` when given (it must then
     /// exist and parse), else podman's own.
     pub fn for_auth_file(auth_file: Option<&Path>) -> Result<Self, AuthError> {
-        Ok(Self::with_credentials(Credentials::load(auth_file)?))
+        Ok(Self::at(&Roots::host(), Credentials::load(auth_file)?))
     }
 
-    fn with_credentials(creds: Credentials) -> Self {
+    /// The settings under `roots`, with `creds`.
+    pub fn at(roots: &Roots, creds: Credentials) -> Self {
+        let etc = &roots.etc_containers;
+        let containers_certs = etc.join("certs.d");
+        let bases = roots
+            .home_containers
+            .iter()
+            .map(|h| h.join("certs.d"))
+            .chain([containers_certs.clone(), roots.etc_docker.join("certs.d")])
+            .collect();
         HttpRegistry {
-            conf: RegistriesConf::read(Path::new("/etc/containers")),
+            conf: RegistriesConf::read(etc),
+            short_names: ShortNames::read(etc, &roots.var_cache_containers.join(ALIAS_CACHE)),
+            certs: CertsD::new(bases, containers_certs, roots.ca_bundles.clone()),
+            system_roots: OnceLock::new(),
             creds,
         }
     }
@@ -53,15 +77,21 @@ impl HttpRegistry {
         self.creds.pull_header()
     }
 
-    fn agent(verify: bool) -> ureq::Agent {
-        let roots = if verify {
+    /// An agent for one endpoint: its certs.d CAs trusted beside the system's, its client
+    /// certificate offered, or (`verify` false, an insecure registry) no verification at all.
+    fn agent(&self, verify: bool, files: &HostTls) -> ureq::Agent {
+        let roots = if !verify {
+            RootCerts::WebPki
+        } else if files.cas.is_empty() {
             RootCerts::PlatformVerifier
         } else {
-            RootCerts::WebPki
+            let system = self.system_roots.get_or_init(|| self.certs.system_roots());
+            RootCerts::new_with_certs(&[system.as_slice(), &files.cas].concat())
         };
         let tls = TlsConfig::builder()
             .root_certs(roots)
             .disable_verification(!verify)
+            .client_cert(files.client.clone())
             .build();
         ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -120,8 +150,25 @@ impl HttpRegistry {
 }
 
 impl HttpRegistry {
-    /// The digest of `tag` at one endpoint.
+    /// The digest of `tag` at one endpoint, with the TLS files of its registry.
     fn digest_at(&self, at: &Endpoint, tag: &str) -> Result<String, RegistryError> {
+        let files = self.certs.for_host(&at.registry)?;
+        let Some((cert, key)) = &files.client_files else {
+            return self.ask(at, tag, &files);
+        };
+        // ureq builds its TLS setup at the first connection and panics on a client key rustls
+        // cannot use or that does not match its certificate; that is the files' fault, not a
+        // bug, so it is reported as theirs.
+        catch_unwind(AssertUnwindSafe(|| self.ask(at, tag, &files))).unwrap_or_else(|_| {
+            Err(CertError::UnusablePair {
+                cert: cert.clone(),
+                key: key.clone(),
+            }
+            .into())
+        })
+    }
+
+    fn ask(&self, at: &Endpoint, tag: &str, files: &HostTls) -> Result<String, RegistryError> {
         let host = if at.registry == "docker.io" {
             "registry-1.docker.io"
         } else {
@@ -142,10 +189,18 @@ impl HttpRegistry {
         };
         let mut last = String::new();
         for (scheme, verify) in tries {
-            let agent = Self::agent(*verify);
+            let agent = self.agent(*verify, files);
             let url = format!("{scheme}://{host}{path}");
             let mut resp = match self.head(&agent, &url, None) {
                 Ok(r) => r,
+                Err(e) if *verify && untrusted(&e) => {
+                    return Err(RegistryError::Untrusted(Box::new(Untrusted {
+                        registry: at.registry.clone(),
+                        image,
+                        detail: e.to_string(),
+                        cert_dir: self.certs.dir(&at.registry),
+                    })));
+                }
                 Err(e) => {
                     last = e.to_string();
                     continue;
@@ -184,12 +239,34 @@ impl HttpRegistry {
 }
 
 impl Registry for HttpRegistry {
-    /// Asked as podman pulls: each mirror of the reference's registries.conf entry in order,
-    /// then the registry itself; the first answer wins.
+    /// Asked as podman pulls: a short name becomes its alias, or each search registry's name
+    /// in turn; each name is asked at each mirror of its registries.conf entry in order, then
+    /// at its registry. The first answer wins.
     fn digest(&self, loc: &Location) -> Result<String, RegistryError> {
         if let Some(d) = &loc.digest {
             return Ok(d.clone());
         }
+        let candidates = self.short_names.candidates(loc)?;
+        let mut failed = Vec::new();
+        for name in &candidates {
+            match self.digest_of(name) {
+                Ok(d) => return Ok(d),
+                Err(e) => failed.push(e),
+            }
+        }
+        if let [only] = failed.as_slice() {
+            return Err(only.clone());
+        }
+        Err(RegistryError::NoCandidate {
+            image: format!("{}:{}", loc.short.as_deref().unwrap_or_default(), loc.tag),
+            tried: joined(&failed),
+        })
+    }
+}
+
+impl HttpRegistry {
+    /// The digest of a fully qualified name: at its mirrors, then at its registry.
+    fn digest_of(&self, loc: &Location) -> Result<String, RegistryError> {
         let endpoints = self
             .conf
             .endpoints(loc)
@@ -206,13 +283,24 @@ impl Registry for HttpRegistry {
         }
         Err(RegistryError::NoMirror {
             image: format!("{}:{}", loc.name(), loc.tag),
-            tried: failed
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(" | "),
+            tried: joined(&failed),
         })
     }
+}
+
+fn joined(failed: &[RegistryError]) -> String {
+    failed
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+/// Whether a request failed on the server's certificate, which no retry mends: rustls's
+/// `InvalidCertificate`, which the platform verifier's refusals become too. (Not a server's
+/// alert about the client's certificate: that is no question of trust here.)
+fn untrusted(e: &ureq::Error) -> bool {
+    e.to_string().contains("invalid peer certificate")
 }
 
 fn header(resp: &Response<ureq::Body>, name: &str) -> Option<String> {
