@@ -6,6 +6,10 @@ fleet_deployment.yml), and times, with ansible-playbook's wall clock:
   - a no-op update of 1, 5 and 10 hosts, at forks 5 (Ansible's default) and forks = hosts;
   - a z-stream image of one service rolled over the 10 hosts in waves of 3 (refit_serial=3),
     and the same behind a canary wave of 1 with no soak;
+  - what a no-op costs each host, refit beside the foremanctl way (bench/baselines/foremanctl/
+    fleet.yml, deployed on the same hosts after refit's runs), over 1 and 10 hosts: the module
+    calls and task seconds of each host (bench/callback/host_cost.py) and, over SSH, the bytes
+    sent to it (ssh's own counters, multiplexing off, divided by the hosts);
 then removes the fleet hosts. Each figure is the median of REPS runs; every wait is bounded
 (subprocess timeouts). Nothing is typed by hand.
 
@@ -13,13 +17,16 @@ usage: python3 bench/fleet_bench.py [--quick] OUT.md   (the raw figures go to OU
 """
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TB = os.path.join(REPO, "tests/testbed/testbed.sh")
+RUN = os.environ.get("REFIT_TESTBED_RUN", "/var/tmp/refit-testbed")
 REGISTRY = "127.0.0.1:5000"
 DEPLOYMENT = os.path.join(REPO, "tests/integration/vars/fleet_deployment.yml")
 HOSTS = [f"fl{i}" for i in range(1, 11)]
@@ -37,15 +44,92 @@ def sh(args, timeout=600, env=None):
     return p
 
 
-def playbook(name, hosts, *args, forks=None):
-    """Runs a refit playbook over `hosts`; returns its wall time in seconds."""
-    env = dict(os.environ)
+FM_FLEET = os.path.join(REPO, "bench/baselines/foremanctl/fleet.yml")
+COST_HOSTS = [1, 10]
+TRANSFERRED = re.compile(r"Transferred: sent (\d+), received (\d+) bytes")
+
+
+def playbook(name, hosts, *args, forks=None, env=None):
+    """Runs a refit playbook (or, with a path, that playbook) over `hosts`; returns its wall time
+    in seconds."""
+    env = dict(os.environ, **(env or {}))
     if forks:
         env["ANSIBLE_FORKS"] = str(forks)
+    target = name if name.endswith(".yml") else f"refit.containers.{name}"
     t0 = time.monotonic()
-    sh(["ansible-playbook", f"refit.containers.{name}", "-e", f"@{DEPLOYMENT}",
-        "-e", "refit_hosts=" + ":".join(hosts), *args], env=env)
+    sh(["ansible-playbook", target, "-e", f"@{DEPLOYMENT}", "-e", "refit_hosts=" + ":".join(hosts),
+        "-e", "fm_hosts=" + ":".join(hosts), *args], env=env)
     return time.monotonic() - t0
+
+
+def host_cpu_seconds(hosts):
+    """CPU seconds each host's cgroup has used (the guest's every process: refit's module, the
+    systemctl and podman it calls, and the host's own background, such as health checks)."""
+    out = {}
+    for h in hosts:
+        with open(f"/sys/fs/cgroup/unified/{os.path.basename(RUN)}.{h}/cpu.stat") as f:
+            usage = next(line for line in f if line.startswith("usage_usec"))
+        out[h] = int(usage.split()[1]) / 1e6
+    return out
+
+
+def costed(name, hosts):
+    """One run under bench/callback/host_cost.py: its wall time; per host its module calls and
+    task seconds, and the CPU seconds its cgroup used during the run; and the controller's CPU
+    seconds (ansible-playbook and its workers)."""
+    fd, path = tempfile.mkstemp(prefix="host-cost-", suffix=".json", dir=RUN)
+    os.close(fd)
+    env = {"ANSIBLE_CALLBACK_PLUGINS": os.path.join(REPO, "bench/callback"),
+           "ANSIBLE_CALLBACKS_ENABLED": "host_cost", "REFIT_HOST_COST_FILE": path}
+    cpu0, ctl0 = host_cpu_seconds(hosts), os.times()
+    try:
+        wall = playbook(name, hosts, forks=10, env=env)
+        cpu1, ctl1 = host_cpu_seconds(hosts), os.times()
+        with open(path) as f:
+            per_host = json.load(f)
+    finally:
+        os.unlink(path)
+    for h in per_host:
+        per_host[h]["host_cpu"] = cpu1[h] - cpu0[h]
+    controller = (ctl1.children_user + ctl1.children_system) - (ctl0.children_user + ctl0.children_system)
+    return wall, per_host, controller
+
+
+def ssh_bytes(name, hosts):
+    """One run over SSH (the bed's inventory-ssh.ini), multiplexing off: the bytes sent to the
+    hosts and the connections, from each connection's closing line (ssh -E)."""
+    fd, path = tempfile.mkstemp(prefix="ssh-bytes-", dir=RUN)
+    os.close(fd)
+    env = {"ANSIBLE_INVENTORY": os.path.join(RUN, "inventory-ssh.ini"),
+           "ANSIBLE_SSH_ARGS": f"-C -o ControlMaster=no -o LogLevel=VERBOSE -E {path}"}
+    try:
+        playbook(name, hosts, forks=10, env=env)
+        with open(path, encoding="utf-8", errors="replace") as f:
+            counts = [int(m.group(1)) for m in TRANSFERRED.finditer(f.read())]
+    finally:
+        os.unlink(path)
+    return {"sent": sum(counts), "connections": len(counts)}
+
+
+def per_host_cost(name, reps):
+    """A no-op of `name` over 1 and 10 hosts: wall, each host's calls, task seconds and CPU
+    seconds (every run's), the controller's CPU seconds per host, and the bytes sent per host
+    over SSH."""
+    out = {}
+    for n in COST_HOSTS:
+        runs = [costed(name, HOSTS[:n]) for _ in range(reps)]
+        hosts = [h for _, ph, _ in runs for h in ph.values()]
+        out[str(n)] = {"wall": [w for w, _, _ in runs],
+                       "calls": [h["calls"] for h in hosts],
+                       "task_seconds": [h["task_seconds"] for h in hosts],
+                       "host_cpu": [h["host_cpu"] for h in hosts],
+                       "controller_cpu_per_host": [c / n for _, _, c in runs],
+                       "ssh": ssh_bytes(name, HOSTS[:n])}
+        c = out[str(n)]
+        log(f"no-op cost, {name}, {n} hosts: {statistics.median(c['wall']):.2f} s, "
+            f"{statistics.median(c['host_cpu']):.2f} CPU s per host, "
+            f"{statistics.median(c['controller_cpu_per_host']):.2f} controller CPU s per host")
+    return out
 
 
 def copy_image(src, dest):
@@ -75,6 +159,12 @@ def measure(reps):
             times.append(playbook("update", HOSTS, "-e", "refit_serial=3", *extra, forks=10))
         figures["zstream"][label] = times
         log(f"z-stream of web over 10 hosts, {label}: {statistics.median(times):.2f} s")
+    # Every host on the newest fleet-web already: refit's no-op, then the foremanctl way's on
+    # the same hosts (its deploy replaces refit's units, which is why it comes last).
+    figures["cost"] = {"refit": per_host_cost("update", reps)}
+    log("deploy the foremanctl way over 10 hosts")
+    figures["deploy_fm_10"] = playbook(FM_FLEET, HOSTS, forks=10)
+    figures["cost"]["fm"] = per_host_cost(FM_FLEET, reps)
     return figures
 
 
@@ -105,7 +195,56 @@ def render(f):
         f"(1 host: {one:.2f} s). The deploy of the 10 hosts took {f['deploy_10']:.1f} s.",
         "",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines + render_cost(f["cost"]))
+
+
+def render_cost(cost):
+    """The per-host cost of a no-op, refit beside the foremanctl way, and its growth."""
+    med = statistics.median
+    kb = lambda n: f"{n / 1e3:,.1f} KB"  # noqa: E731
+    lines = [
+        "### What a no-op costs each host, refit beside the foremanctl way",
+        "",
+        "The same fleet hosts and services; forks 10. The foremanctl way is "
+        "bench/baselines/foremanctl/fleet.yml (a containers.podman quadlet per service, restart "
+        "what changed, start all), deployed after refit's runs; its no-op is its deploy again. "
+        "Per host, medians over hosts and runs: the module calls that ran on it "
+        "(bench/callback/host_cost.py; controller-side actions such as the role's argument "
+        "check are not counted), the CPU seconds its cgroup used during the run (the module "
+        "and every systemctl and podman it ran, plus the host's own health checks), the "
+        "controller's CPU seconds (ansible-playbook and its workers) divided by the hosts, and "
+        "task latency (a task's start to that host's result: it grows with hosts as their "
+        "tasks share 2 cores). Bytes are ssh's own counters over one run through each host's "
+        "sshd, multiplexing off, divided by the hosts.",
+        "",
+        "| hosts | way | wall time | module calls per host | host CPU per host | "
+        "controller CPU per host | task latency per host | bytes sent per host (ssh) | "
+        "ssh connections per host |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for n in map(str, COST_HOSTS):
+        for way, label in (("refit", "refit"), ("fm", "(a) foremanctl way")):
+            c = cost[way][n]
+            lines.append(f"| {n} | {label} | {med(c['wall']):.2f} s | {med(c['calls']):g} | "
+                         f"{med(c['host_cpu']):.2f} s | {med(c['controller_cpu_per_host']):.2f} s | "
+                         f"{med(c['task_seconds']):.2f} s | {kb(c['ssh']['sent'] / int(n))} | "
+                         f"{c['ssh']['connections'] / int(n):g} |")
+
+    def growth(way, key):
+        one, ten = med(cost[way]["1"][key]), med(cost[way]["10"][key])
+        return f"{one:.2f} s to {ten:.2f} s ({ten / one:.2f}x)"
+
+    ten, fm_ten = cost["refit"]["10"], cost["fm"]["10"]
+    lines += [
+        "",
+        f"From 1 to 10 hosts, refit's host CPU per host went {growth('refit', 'host_cpu')} and "
+        f"its controller CPU per host {growth('refit', 'controller_cpu_per_host')}; the "
+        f"foremanctl way's {growth('fm', 'host_cpu')} and {growth('fm', 'controller_cpu_per_host')}. "
+        f"Over 10 hosts refit sent {kb(ten['ssh']['sent'] / 10)} per host against "
+        f"{kb(fm_ten['ssh']['sent'] / 10)}.",
+        "",
+    ]
+    return lines
 
 
 def main():
