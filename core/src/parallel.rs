@@ -27,6 +27,16 @@ pub fn map<T: Send, R: Send>(items: Vec<T>, width: usize, f: impl Fn(T) -> R + S
     out
 }
 
+/// `a` and `b` at once, `b` on the caller's thread: a process start beside a few socket calls,
+/// say. A panic in `a` is resumed on the caller's thread.
+pub fn join<A: Send, B>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> (A, B) {
+    std::thread::scope(|s| {
+        let a = s.spawn(a);
+        let b = b();
+        (a.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), b)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -48,6 +58,23 @@ mod tests {
         assert_eq!(out, (0..10).map(|i| i * i).collect::<Vec<_>>());
         assert!(most.load(Ordering::SeqCst) <= 3, "{most:?}");
         assert!(most.load(Ordering::SeqCst) > 1, "it ran in parallel");
+    }
+
+    #[test]
+    fn join_runs_both_at_once_and_keeps_their_answers_apart() {
+        let both = std::sync::Barrier::new(2);
+        // Each waits for the other: run one after the other, this would never return.
+        let (a, b) = join(
+            || {
+                both.wait();
+                "a"
+            },
+            || {
+                both.wait();
+                2
+            },
+        );
+        assert_eq!((a, b), ("a", 2));
     }
 
     #[test]

@@ -230,17 +230,20 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
         (Some(name), Wanted::RolledBack) => Some(checkpoint::load(&state, name)?),
         _ => None,
     };
-    let asked;
-    let host = if p.pull == PullPolicy::Always && p.state != Wanted::RolledBack {
-        asked = Asked::ask_all(host.registry, &fetch::registry_locations(&targets));
-        &Host {
-            registry: &asked,
+    // The registries' answers and the host's state are independent reads: ask both at once.
+    let ask = p.pull == PullPolicy::Always && p.state != Wanted::RolledBack;
+    let (asked, pre) = crate::parallel::join(
+        || ask.then(|| Asked::ask_all(host.registry, &fetch::registry_locations(&targets))),
+        || observe::prefetch(host, &targets),
+    );
+    let pre = pre?;
+    let host = match &asked {
+        Some(asked) => &Host {
+            registry: asked,
             ..*host
-        }
-    } else {
-        host
+        },
+        None => host,
     };
-    let pre = observe::prefetch(host, &targets)?;
     let how = prepare::How {
         pre: &pre,
         restore_from: restore_from.as_ref(),

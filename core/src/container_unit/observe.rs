@@ -111,20 +111,21 @@ pub fn prefetch(host: &Host, targets: &[Target]) -> Result<Prefetched, UnitError
         templates: &templates,
     };
     // systemctl is a process start and podman a few socket calls: ask both at once.
-    let (statuses, containers) = std::thread::scope(|s| {
-        let podman = s.spawn(|| host.podman.containers_of(&selection));
-        let statuses = if services.is_empty() {
-            Ok(Vec::new())
-        } else {
-            host.systemd.show(&services)
-        };
-        (statuses, podman.join())
-    });
+    let (containers, statuses) = crate::parallel::join(
+        || host.podman.containers_of(&selection),
+        || {
+            if services.is_empty() {
+                Ok(Vec::new())
+            } else {
+                host.systemd.show(&services)
+            }
+        },
+    );
     let statuses = statuses?
         .into_iter()
         .map(|st| (st.name.clone(), st))
         .collect();
-    let containers = containers.unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+    let containers = containers?;
     Ok(Prefetched {
         statuses,
         containers,

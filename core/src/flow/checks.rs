@@ -35,8 +35,12 @@ pub fn check_services(host: &Host, services: &[String]) -> Result<(), FlowError>
         .iter()
         .map(|s| crate::unit::name::service_name(s))
         .collect();
-    let statuses = host.systemd.show(&names)?;
-    let containers = host.podman.unit_containers(&names)?;
+    // systemctl is a process start and podman a socket call: ask both at once.
+    let (containers, statuses) = crate::parallel::join(
+        || host.podman.unit_containers(&names),
+        || host.systemd.show(&names),
+    );
+    let (statuses, containers) = (statuses?, containers?);
     let mut bad = Vec::new();
     for st in &statuses {
         // A unit whose file is gone is not installed: systemd may still remember it failed

@@ -1,5 +1,6 @@
 //! `Podman` over the podman API socket, through bollard's Docker-compatible client.
 
+use super::known_images::{Inspected, KnownImages};
 use super::oneoff::{Finished, OneOff, Prepared};
 use super::{
     ContainerInfo, ContainerState, Health, Podman, PodmanError, UNIT_LABEL, UnitSelection, bare_id,
@@ -12,9 +13,6 @@ use serde::Deserialize;
 use std::collections::HashMap;
 use std::time::Duration;
 
-/// The compat API version refit's own reads ask for (podman serves 1.40 and later).
-const API_VERSION: &str = "v1.41";
-
 pub struct PodmanApi {
     docker: Docker,
     socket: String,
@@ -24,6 +22,8 @@ pub struct PodmanApi {
     pull_timeout: Duration,
     /// podman's `X-Registry-Auth` for pulls, from an explicit `auth_file`; a secret.
     registry_auth: Option<String>,
+    /// Image inspects answered in this call, until it changes the image store.
+    known: KnownImages,
 }
 
 /// Seconds any single API request may take before it is given up; pulls drain a stream and
@@ -49,6 +49,7 @@ impl PodmanApi {
             rt,
             pull_timeout: Duration::from_secs(REQUEST_TIMEOUT_SECS),
             registry_auth: None,
+            known: KnownImages::default(),
         })
     }
 
@@ -95,24 +96,20 @@ impl Podman for PodmanApi {
     }
 
     fn image_id(&self, image: &str) -> Result<Option<String>, PodmanError> {
-        match self.rt.block_on(self.docker.inspect_image(image)) {
-            Ok(i) => Ok(i.id.as_deref().map(bare_id)),
-            Err(e) if is_not_found(&e) => Ok(None),
-            Err(e) => Err(Self::api_err("image inspect")(e)),
-        }
+        Ok(self.inspect_image(image)?.map(|i| i.id))
     }
 
     fn repo_digests(&self, image: &str) -> Result<Vec<String>, PodmanError> {
-        match self.rt.block_on(self.docker.inspect_image(image)) {
-            Ok(i) => Ok(i.repo_digests.unwrap_or_default()),
-            Err(e) if is_not_found(&e) => Ok(Vec::new()),
-            Err(e) => Err(Self::api_err("image inspect")(e)),
-        }
+        Ok(self
+            .inspect_image(image)?
+            .map(|i| i.repo_digests)
+            .unwrap_or_default())
     }
 
     fn pull(&self, image: &str) -> Result<String, PodmanError> {
         let auth = self.registry_auth.as_deref();
-        super::pull::pull(&self.socket, image, auth, self.pull_timeout).map(|id| bare_id(&id))
+        self.changing_images(|| super::pull::pull(&self.socket, image, auth, self.pull_timeout))
+            .map(|id| bare_id(&id))
     }
 
     fn load_archive(&self, path: &std::path::Path) -> Result<Vec<String>, PodmanError> {
@@ -135,23 +132,25 @@ impl Podman for PodmanApi {
         let opts = bollard::query_parameters::ImportImageOptionsBuilder::new()
             .quiet(true)
             .build();
-        self.rt.block_on(async {
-            let mut stream = self
-                .docker
-                .import_image(opts, bollard::body_stream(chunks), None);
-            let mut loaded = Vec::new();
-            while let Some(item) = stream.next().await {
-                let info = item.map_err(|e| err(e.to_string()))?;
-                if let Some(e) = info.error_detail.and_then(|d| d.message) {
-                    return Err(err(e));
+        self.changing_images(|| {
+            self.rt.block_on(async {
+                let mut stream = self
+                    .docker
+                    .import_image(opts, bollard::body_stream(chunks), None);
+                let mut loaded = Vec::new();
+                while let Some(item) = stream.next().await {
+                    let info = item.map_err(|e| err(e.to_string()))?;
+                    if let Some(e) = info.error_detail.and_then(|d| d.message) {
+                        return Err(err(e));
+                    }
+                    if let Some(s) = info.stream {
+                        loaded.extend(s.lines().filter_map(|l| {
+                            l.trim().strip_prefix("Loaded image: ").map(str::to_string)
+                        }));
+                    }
                 }
-                if let Some(s) = info.stream {
-                    loaded.extend(s.lines().filter_map(|l| {
-                        l.trim().strip_prefix("Loaded image: ").map(str::to_string)
-                    }));
-                }
-            }
-            Ok(loaded)
+                Ok(loaded)
+            })
         })
     }
 
@@ -161,9 +160,11 @@ impl Podman for PodmanApi {
             return Ok(());
         };
         let opts = TagImageOptionsBuilder::new().repo(repo).tag(tag).build();
-        self.rt
-            .block_on(self.docker.tag_image(image_id, Some(opts)))
-            .map_err(Self::api_err("image tag"))
+        self.changing_images(|| {
+            self.rt
+                .block_on(self.docker.tag_image(image_id, Some(opts)))
+        })
+        .map_err(Self::api_err("image tag"))
     }
 
     fn prepare_oneoff(&self, spec: &OneOff) -> Result<Prepared, PodmanError> {
@@ -211,10 +212,10 @@ impl Podman for PodmanApi {
     }
 }
 
-/// Seconds a container list or inspect may take: observation must never hang a run.
+/// Seconds a container list may take: observation must never hang a run.
 const OBSERVE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The fields of the compat container list refit reads; every one tolerant of podman's values.
+/// The fields of libpod's container list refit reads; every one tolerant of podman's values.
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub(super) struct Listed {
@@ -224,29 +225,35 @@ pub(super) struct Listed {
     /// `created`, `running`, `exited`, ...: the one-off sweep adopts only a started leftover.
     #[serde(default)]
     pub(super) state: String,
+    /// The health check's status (`healthy`, `starting`...), empty without a check: libpod's
+    /// list carries it, so no container needs an inspect of its own.
+    #[serde(default)]
+    status: String,
     #[serde(default)]
     pub(super) labels: Option<HashMap<String, String>>,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "PascalCase")]
-struct Inspected {
-    #[serde(default)]
-    state: Option<InspectedState>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "PascalCase")]
-struct InspectedState {
-    #[serde(default)]
-    health: Option<InspectedHealth>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "PascalCase")]
-struct InspectedHealth {
-    #[serde(default)]
-    status: String,
+impl Listed {
+    /// The container as refit sees it, when its unit label is one `keep` accepts.
+    fn into_info(self, keep: impl Fn(&str) -> bool) -> Option<ContainerInfo> {
+        let mut labels = self.labels.unwrap_or_default();
+        let unit = labels.remove(UNIT_LABEL).filter(|u| keep(u))?;
+        let state = ContainerState::parse(&self.state);
+        // A stopped container keeps its last check's status, which says nothing now.
+        let health = if state.is_running() {
+            Health::parse(&self.status)
+        } else {
+            None
+        };
+        Some(ContainerInfo {
+            image_id: bare_id(&self.image_id),
+            revision: labels.remove(crate::unit::REVISION_LABEL),
+            unit,
+            state,
+            health,
+            id: self.id,
+        })
+    }
 }
 
 impl PodmanApi {
@@ -256,37 +263,18 @@ impl PodmanApi {
         labels: Vec<String>,
         keep: impl Fn(&str) -> bool,
     ) -> Result<Vec<ContainerInfo>, PodmanError> {
-        let list = self.list_labelled(labels)?;
-        let mut out = Vec::with_capacity(list.len());
-        for c in list {
-            let labels = c.labels.unwrap_or_default();
-            let Some(unit) = labels.get(UNIT_LABEL).filter(|u| keep(u)) else {
-                continue;
-            };
-            let state = ContainerState::parse(&c.state);
-            // Health lives only in the inspect result; ask only where it matters.
-            let health = if state.is_running() {
-                self.health(&c.id)?
-            } else {
-                None
-            };
-            out.push(ContainerInfo {
-                image_id: bare_id(&c.image_id),
-                revision: labels.get(crate::unit::REVISION_LABEL).cloned(),
-                unit: unit.clone(),
-                state,
-                health,
-                id: c.id,
-            });
-        }
-        Ok(out)
+        Ok(self
+            .list_labelled(labels)?
+            .into_iter()
+            .filter_map(|c| c.into_info(&keep))
+            .collect())
     }
 
     /// Every container, running or not, matching all the label filters: one bounded list call.
     pub(super) fn list_labelled(&self, labels: Vec<String>) -> Result<Vec<Listed>, PodmanError> {
         let filters = serde_json::json!({ "label": labels }).to_string();
         let path = format!(
-            "/{API_VERSION}/containers/json?all=true&filters={}",
+            "/v4.0.0/libpod/containers/json?all=true&filters={}",
             wire::encode(&filters)
         );
         Ok(
@@ -307,14 +295,63 @@ impl PodmanApi {
         self.rt.block_on(f)
     }
 
-    fn health(&self, id: &str) -> Result<Option<Health>, PodmanError> {
-        let path = format!("/{API_VERSION}/containers/{}/json", wire::encode(id));
-        // Gone between the list and the inspect (None): it is not running, so it has no health.
-        let inspected: Option<Inspected> =
-            wire::get_json(&self.socket, "container inspect", &path, OBSERVE_TIMEOUT)?;
-        Ok(inspected
-            .and_then(|i| i.state)
-            .and_then(|s| s.health)
-            .and_then(|h| Health::parse(&h.status)))
+    /// The image `image` names, asked of podman once per call until the store changes.
+    fn inspect_image(&self, image: &str) -> Result<Option<Inspected>, PodmanError> {
+        self.known.get_or(image, || {
+            match self.rt.block_on(self.docker.inspect_image(image)) {
+                Ok(i) => Ok(i.id.as_deref().map(|id| Inspected {
+                    id: bare_id(id),
+                    repo_digests: i.repo_digests.clone().unwrap_or_default(),
+                })),
+                Err(e) if is_not_found(&e) => Ok(None),
+                Err(e) => Err(Self::api_err("image inspect")(e)),
+            }
+        })
+    }
+
+    /// `change` to the image store: what this call inspected may not hold after it.
+    pub(super) fn changing_images<T>(&self, change: impl FnOnce() -> T) -> T {
+        self.known.changing(change)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(state: &str, status: &str) -> Listed {
+        serde_json::from_value(serde_json::json!({
+            "Id": "c1", "ImageID": "0a1b", "State": state, "Status": status,
+            "Labels": {UNIT_LABEL: "api.service", crate::unit::REVISION_LABEL: "r1"},
+        }))
+        .expect("a libpod list entry")
+    }
+
+    #[test]
+    fn health_comes_from_the_list_and_only_for_a_running_container() {
+        let c = listed("running", "unhealthy")
+            .into_info(|_| true)
+            .expect("kept");
+        assert_eq!(c.health, Some(Health::Unhealthy));
+        assert_eq!(
+            (c.unit.as_str(), c.revision.as_deref()),
+            ("api.service", Some("r1"))
+        );
+        assert_eq!(c.image_id, "0a1b");
+        let no_check = listed("running", "").into_info(|_| true).expect("kept");
+        assert_eq!(no_check.health, None);
+        let stopped = listed("exited", "healthy")
+            .into_info(|_| true)
+            .expect("kept");
+        assert_eq!(stopped.health, None);
+    }
+
+    #[test]
+    fn a_container_of_another_unit_is_left_out() {
+        assert!(
+            listed("running", "healthy")
+                .into_info(|u| u == "db.service")
+                .is_none()
+        );
     }
 }

@@ -109,8 +109,9 @@ impl ImageStore for PodmanApi {
             wire::encode(repo),
             wire::encode(t)
         );
-        let (status, body) =
-            wire::request(self.socket(), "image untag", "POST", &path, b"", TIMEOUT)?;
+        let (status, body) = self.changing_images(|| {
+            wire::request(self.socket(), "image untag", "POST", &path, b"", TIMEOUT)
+        })?;
         match status {
             200..=299 | 404 => Ok(()),
             _ => Err(failed("image untag", status, &body)),
@@ -119,8 +120,9 @@ impl ImageStore for PodmanApi {
 
     fn remove_image(&self, id: &str) -> Result<bool, PodmanError> {
         let path = format!("/v4.0.0/libpod/images/{}", wire::encode(id));
-        let (status, body) =
-            wire::request(self.socket(), "image remove", "DELETE", &path, b"", TIMEOUT)?;
+        let (status, body) = self.changing_images(|| {
+            wire::request(self.socket(), "image remove", "DELETE", &path, b"", TIMEOUT)
+        })?;
         match status {
             200..=299 => Ok(true),
             // Gone already, or in use or named again since it was looked at.

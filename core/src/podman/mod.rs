@@ -3,6 +3,7 @@
 
 mod api;
 mod images;
+mod known_images;
 pub mod oneoff;
 mod pull;
 pub mod secrets;

@@ -320,13 +320,13 @@ mod tests {
         assert!(out.ends_with('é'));
     }
 
-    /// A leftover as podman's compat list reports it.
+    /// A leftover as libpod's container list reports it.
     fn listed(id: &str, key: &str, state: &str) -> Listed {
         serde_json::from_value(serde_json::json!({
             "Id": id, "ImageID": "sha256:img", "State": state,
             "Labels": {SOURCE_LABEL: "app", KEY_LABEL: key},
         }))
-        .expect("a compat list entry")
+        .expect("a libpod list entry")
     }
 
     #[test]
