@@ -27,7 +27,7 @@ impl Clock for SystemClock {
     }
 }
 
-/// How often the wait looks again.
+/// The longest pause between two looks.
 const POLL: Duration = Duration::from_millis(100);
 
 #[derive(Debug, Clone)]
@@ -75,6 +75,7 @@ pub fn wait_converged(
     let mut seen: Option<(String, u64)> = None;
     let mut healthy_since: Option<Instant> = None;
     let mut last_state = String::from("not observed yet");
+    let mut pauses = crate::poll::Backoff::up_to(POLL);
     loop {
         let now = clock.now();
         if now.duration_since(start) > exp.timeout {
@@ -94,7 +95,7 @@ pub fn wait_converged(
                 return Err(fail(crate::systemd::why_down(systemd, &st)));
             }
             last_state.push_str(", still the previous invocation");
-            clock.sleep(POLL);
+            clock.sleep(pauses.pause());
             continue;
         }
         match (st.active_state(), st.get("SubState")) {
@@ -175,7 +176,7 @@ pub fn wait_converged(
         } else {
             healthy_since = None;
         }
-        clock.sleep(POLL);
+        clock.sleep(pauses.pause());
     }
 }
 

@@ -12,6 +12,7 @@ pub mod order;
 pub mod parallel;
 pub mod plan;
 pub mod podman;
+pub mod poll;
 pub mod quadlet;
 pub mod reference;
 pub mod registry;

@@ -61,9 +61,19 @@ pub struct Params {
     pub checked_pending: std::collections::HashMap<String, String>,
     pub stop_record: String,
     pub timeout: u64,
+    /// Milliseconds a service started again stays serving before it counts as back.
+    #[serde(default = "default_min_healthy_time")]
+    pub min_healthy_time: u64,
     pub quadlet_dir: PathBuf,
     pub state_dir: PathBuf,
     pub podman_socket: String,
+}
+
+/// The spec's default, for parameters built without it (container_unit's default too).
+pub const DEFAULT_MIN_HEALTHY_TIME: i64 = 1000;
+
+fn default_min_healthy_time() -> u64 {
+    DEFAULT_MIN_HEALTHY_TIME.unsigned_abs()
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -597,7 +607,8 @@ fn exited(
     // Up again at once: no service waits for another's migration, nor for the removal.
     if p.start_after && !report.stopped.is_empty() {
         let timeout = Duration::from_secs(p.timeout);
-        report.started = start_again::start_again(host, &report.stopped, timeout)?;
+        let min_healthy = Duration::from_millis(p.min_healthy_time);
+        report.started = start_again::start_again(host, &report.stopped, timeout, min_healthy)?;
     }
     let adopted = if r.adopted {
         " (by the container an interrupted run had started, which this run waited for)"

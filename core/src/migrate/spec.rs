@@ -4,7 +4,7 @@ use crate::ansible::spec::join;
 use crate::ansible::{Default, Elem, Kind, ModuleSpec, OptionSpec, Rules};
 
 const ONE: usize = 9;
-const RUN: usize = 11;
+const RUN: usize = 12;
 
 /// A migration's `backup`, run in a one-off container before the migration.
 const BACKUP_OPTIONS: [OptionSpec; 8] = [
@@ -107,6 +107,12 @@ const RUN_OPTIONS: [OptionSpec; RUN] = [
     .default(Default::Bool(false)),
     OptionSpec::new("stop_record", Kind::Str, "The stop record O(stop_first) writes to.").default(Default::Str("default")),
     OptionSpec::new("timeout", Kind::Int, "Seconds the migration may run before it is killed and removed.").default(Default::Int(600)),
+    OptionSpec::new(
+        "min_healthy_time",
+        Kind::Int,
+        "With O(start_after), milliseconds each service started again must stay active and healthy before the next migration stops anything and the call returns, as C(refit.containers.container_unit) waits for a new revision.",
+    )
+    .default(Default::Int(super::DEFAULT_MIN_HEALTHY_TIME)),
     OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live.").default(Default::Str("/etc/containers/systemd")),
     OptionSpec::new("state_dir", Kind::Path, "refit's state dir, with the migration stamps and the lock.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
     OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str(crate::podman::DEFAULT_SOCKET)),

@@ -9,15 +9,17 @@ use crate::podman::Health;
 use crate::stop_services::{StopError, start_set};
 use std::time::{Duration, Instant};
 
-/// How often the health of a started container is looked at.
+/// The longest pause between two looks at a started container's health.
 const POLL: Duration = Duration::from_millis(200);
 
 /// Starts `stopped` (as the migration's stop recorded them) in dependency order; returns what it
-/// started, each active and healthy, or the first that is not within the deadline.
+/// started, each active and healthy for `min_healthy`, or the first that is not within the
+/// deadline.
 pub fn start_again(
     host: &Host,
     stopped: &[String],
     deadline: Duration,
+    min_healthy: Duration,
 ) -> Result<Vec<String>, MigrateError> {
     let t0 = host.clock.now();
     let set = host.systemd.show(stopped).map_err(StopError::from)?;
@@ -27,21 +29,25 @@ pub fn start_again(
         .filter(|u| u.ends_with(".service"))
         .cloned()
         .collect();
-    wait_healthy(host, &services, t0, deadline)?;
+    wait_healthy(host, &services, t0, deadline, min_healthy)?;
     Ok(started)
 }
 
-/// Waits until no container of `services` is starting its health checks; fails at once on
-/// an unhealthy one, a service that went down, or the deadline.
+/// Waits until every container of `services` has served (running, and healthy where it has a
+/// check) for `min_healthy` without a break; fails at once on an unhealthy one, a service that
+/// went down, or the deadline.
 fn wait_healthy(
     host: &Host,
     services: &[String],
     t0: Instant,
     deadline: Duration,
+    min_healthy: Duration,
 ) -> Result<(), MigrateError> {
     if services.is_empty() {
         return Ok(());
     }
+    let mut pauses = crate::poll::Backoff::up_to(POLL);
+    let mut serving_since: Option<Instant> = None;
     loop {
         let containers = host.podman.unit_containers(services)?;
         // (service, what it is doing instead of serving)
@@ -61,9 +67,15 @@ fn wait_healthy(
                 },
             }
         }
-        let Some((first, doing)) = waiting.first() else {
-            return Ok(());
-        };
+        let now = host.clock.now();
+        if waiting.is_empty() {
+            let since = *serving_since.get_or_insert(now);
+            if now.duration_since(since) >= min_healthy {
+                return Ok(());
+            }
+        } else {
+            serving_since = None;
+        }
         // A service that stopped since its start will not serve by waiting.
         let down: Vec<String> = host
             .systemd
@@ -79,7 +91,9 @@ fn wait_healthy(
                 why: "it went down after its start".into(),
             });
         }
-        if host.clock.now().duration_since(t0) > deadline {
+        if let Some((first, doing)) = waiting.first()
+            && now.duration_since(t0) > deadline
+        {
             return Err(MigrateError::NotServing {
                 service: (*first).clone(),
                 why: format!(
@@ -88,6 +102,6 @@ fn wait_healthy(
                 ),
             });
         }
-        host.clock.sleep(POLL);
+        host.clock.sleep(pauses.pause());
     }
 }

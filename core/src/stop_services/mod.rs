@@ -411,6 +411,8 @@ fn wait_all(
     start: Instant,
     deadline: Duration,
 ) -> Result<(), StopError> {
+    // What a migration waits on: its service's clients see each lag until the next look.
+    let mut pauses = crate::poll::Backoff::up_to(Duration::from_millis(100));
     loop {
         let statuses = host.systemd.show(units)?;
         let mut waiting = Vec::new();
@@ -444,7 +446,7 @@ fn wait_all(
                 units: waiting.join(", "),
             });
         }
-        host.clock.sleep(Duration::from_millis(100));
+        host.clock.sleep(pauses.pause());
     }
 }
 
