@@ -6,12 +6,15 @@ set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO"
 step() { printf '\n== %s\n' "$*"; }
+# Keeps the command's status: called as `timed ... || rc=$?`, where set -e does not reach into
+# it, a bare "$@" followed by the echo would report every failure as a success.
 timed() {
-    local name=$1 t0
+    local name=$1 t0 rc=0
     shift
     t0=$(date +%s)
-    "$@"
+    "$@" || rc=$?
     echo "-- $name took $(($(date +%s) - t0)) s"
+    return "$rc"
 }
 
 # The testbed comes up in the background while the Rust checks run: on a fresh machine it is
