@@ -7,9 +7,7 @@ pub mod sim;
 use crate::ansible::{Invocation, ModuleSpec, Outcome};
 use crate::converge::Clock;
 use crate::host::Host;
-use crate::podman::{
-    ContainerInfo, Finished, OneOff, OneOffResult, Podman, PodmanError, Prepared, UnitSelection,
-};
+use crate::podman::{ContainerInfo, Ended, OneOff, Podman, PodmanError, Prepared, UnitSelection};
 use crate::quadlet::{Quadlet, QuadletError};
 use crate::registry::{Location, Registry, RegistryError};
 use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
@@ -168,24 +166,22 @@ impl Podman for FakePodman {
         held.insert(id.clone(), spec.clone());
         Ok(Prepared { id, adopted: false })
     }
-    fn run_prepared(
-        &self,
-        prepared: &Prepared,
-        _timeout: Duration,
-    ) -> Result<Finished, PodmanError> {
+    fn run_prepared(&self, prepared: &Prepared, _timeout: Duration) -> Result<Ended, PodmanError> {
         let spec = self.held_spec(prepared)?;
         self.note_oneoff("run", &spec);
-        let output = if self.oneoff_prints_env {
+        self.oneoffs.lock().expect("oneoffs").push(spec);
+        Ok(Ended::Exited { rc: self.oneoff_rc })
+    }
+    fn oneoff_output(&self, prepared: &Prepared) -> String {
+        let Ok(spec) = self.held_spec(prepared) else {
+            return String::new();
+        };
+        self.note_oneoff("output", &spec);
+        if self.oneoff_prints_env {
             spec.env.join("\n")
         } else {
             String::new()
-        };
-        self.oneoffs.lock().expect("oneoffs").push(spec);
-        Ok(Finished::Exited(OneOffResult {
-            adopted: false,
-            rc: self.oneoff_rc,
-            output,
-        }))
+        }
     }
     fn remove_oneoff(&self, prepared: &Prepared) -> Result<(), PodmanError> {
         let spec = self.held_spec(prepared)?;

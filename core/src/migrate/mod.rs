@@ -14,7 +14,7 @@ mod start_again;
 
 use crate::ansible::{Invocation, Outcome};
 use crate::host::Host;
-use crate::podman::{Finished, Guard, OneOff, OneOffResult, PodmanError, Prepared};
+use crate::podman::{Ended, Finished, Guard, OneOff, PodmanError, Prepared};
 pub use crate::results::run_migrations::Judgement;
 use crate::results::run_migrations::{BatchResult, MigrationResult};
 use crate::state::{StateDir, StateError, read_json, write_json};
@@ -555,23 +555,25 @@ fn migrate_prepared(
         ready.report.backup = Some(Box::new(taken));
     }
     match host.podman.run_prepared(container, timeout)? {
-        Finished::TimedOut { output } => Err(MigrateError::Timeout {
+        Ended::TimedOut => Err(MigrateError::Timeout {
             secs: p.timeout,
-            tail: tail(&output),
+            tail: tail(&host.podman.oneoff_output(container)),
         }),
-        Finished::Exited(r) => exited(m, p, host, state, ready, r),
+        Ended::Exited { rc } => exited(m, p, host, state, ready, container, rc),
     }
 }
 
 /// A migration that ran to its exit: a failure is reported and stamps nothing; a success is
-/// stamped, and what it stopped starts again at once (`start_after`).
+/// stamped, and what it stopped starts again at once (`start_after`), before its output is
+/// read: the log is for the report, the exit code was enough to decide.
 fn exited(
     m: &Migration,
     p: &Params,
     host: &Host,
     state: &StateDir,
     ready: Ready,
-    r: OneOffResult,
+    container: &Prepared,
+    rc: i64,
 ) -> Result<Done, MigrateError> {
     let Ready {
         oneoff,
@@ -591,15 +593,14 @@ fn exited(
         })
     };
     report.ran = true;
-    report.rc = Some(r.rc);
-    report.stdout_tail = Some(tail(&r.output));
-    if r.rc != 0 {
+    report.rc = Some(rc);
+    if rc != 0 {
+        let output = tail(&host.podman.oneoff_output(container));
         let msg = format!(
-            "{}: the migration exited {}; nothing was recorded, so the next run tries again. Last output:\n{}",
+            "{}: the migration exited {rc}; nothing was recorded, so the next run tries again. Last output:\n{output}",
             oneoff.source,
-            r.rc,
-            tail(&r.output)
         );
+        report.stdout_tail = Some(output);
         return finish(report, true, msg, true);
     }
     let stamp = new_stamp(&oneoff.source, m, &image_id, "migrated");
@@ -610,7 +611,8 @@ fn exited(
         let min_healthy = Duration::from_millis(p.min_healthy_time);
         report.started = start_again::start_again(host, &report.stopped, timeout, min_healthy)?;
     }
-    let adopted = if r.adopted {
+    report.stdout_tail = Some(tail(&host.podman.oneoff_output(container)));
+    let adopted = if container.adopted {
         " (by the container an interrupted run had started, which this run waited for)"
     } else {
         ""

@@ -84,6 +84,7 @@ fn a_pending_migration_stops_what_needs_it_first_runs_once_and_is_stamped() {
             "stop web.service",
             "stop app.service",
             "run img-1 migrate",
+            "output img-1 migrate",
             "remove img-1 migrate"
         ],
         "created while they serve, stopped in reverse dependency order, then migrated on the \
@@ -123,6 +124,7 @@ fn a_failed_migration_stamps_nothing_so_the_next_run_tries_again() {
         [
             "create img-1 migrate",
             "run img-1 migrate",
+            "output img-1 migrate",
             "remove img-1 migrate"
         ]
     );
@@ -144,6 +146,7 @@ fn a_check_command_that_reports_nothing_pending_stops_and_runs_nothing() {
         [
             "create img-1 check",
             "run img-1 check",
+            "output img-1 check",
             "remove img-1 check"
         ],
         "only the check ran"
@@ -163,6 +166,7 @@ fn a_check_this_run_already_found_pending_for_the_image_is_not_run_again() {
         [
             "create img-1 migrate",
             "run img-1 migrate",
+            "output img-1 migrate",
             "remove img-1 migrate"
         ],
         "the migration only"
@@ -178,6 +182,7 @@ fn a_check_this_run_already_found_pending_for_the_image_is_not_run_again() {
         [
             "create img-1 check",
             "run img-1 check",
+            "output img-1 check",
             "remove img-1 check"
         ]
     );
@@ -202,10 +207,11 @@ fn start_after_starts_what_the_migration_stopped_in_dependency_order_once_it_ran
             "run img-1 migrate",
             "start app.service",
             "start web.service",
+            "output img-1 migrate",
             "remove img-1 migrate"
         ],
-        "down for the migration and the start only: created before the stop, removed after \
-         the start, and started again before the call returns"
+        "down for the migration and the start only: created before the stop, started again \
+         before the log is read, removed after the start, all before the call returns"
     );
     assert_eq!(bed.sim.active_state("web.service"), "active");
     assert_eq!(
@@ -233,6 +239,7 @@ fn start_after_starts_nothing_when_the_migration_failed() {
             "stop web.service",
             "stop app.service",
             "run img-1 migrate",
+            "output img-1 migrate",
             "remove img-1 migrate"
         ],
         "the failed migration's container is removed all the same"
@@ -275,6 +282,7 @@ fn a_restore_stops_the_services_started_after_their_migration_before_the_data_go
             "stop app.service",
             "create svc:1 load",
             "run svc:1 load",
+            "output svc:1 load",
             "remove svc:1 load"
         ],
         "nothing writes while the data goes back"
@@ -317,10 +325,12 @@ fn a_backup_runs_after_the_stop_between_the_create_and_the_run_of_the_migration(
             "stop app.service",
             "create svc:1 dump",
             "run svc:1 dump",
+            "output svc:1 dump",
             "remove svc:1 dump",
             "run img-1 migrate",
             "start app.service",
             "start web.service",
+            "output img-1 migrate",
             "remove img-1 migrate"
         ]
     );

@@ -1,7 +1,7 @@
 //! `Podman` over the podman API socket, through bollard's Docker-compatible client.
 
 use super::known_images::{Inspected, KnownImages};
-use super::oneoff::{Finished, OneOff, Prepared};
+use super::oneoff::{Ended, OneOff, Prepared};
 use super::{
     ContainerInfo, ContainerState, Health, Podman, PodmanError, UNIT_LABEL, UnitSelection, bare_id,
     wire,
@@ -171,12 +171,12 @@ impl Podman for PodmanApi {
         self.prepare_oneoff_impl(spec)
     }
 
-    fn run_prepared(
-        &self,
-        prepared: &Prepared,
-        timeout: Duration,
-    ) -> Result<Finished, PodmanError> {
+    fn run_prepared(&self, prepared: &Prepared, timeout: Duration) -> Result<Ended, PodmanError> {
         self.run_prepared_impl(prepared, timeout)
+    }
+
+    fn oneoff_output(&self, prepared: &Prepared) -> String {
+        self.oneoff_output_impl(prepared)
     }
 
     fn remove_oneoff(&self, prepared: &Prepared) -> Result<(), PodmanError> {

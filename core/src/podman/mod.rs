@@ -13,7 +13,7 @@ mod wire;
 pub use crate::reference::ImageRef;
 pub use api::PodmanApi;
 pub use images::{ImageStore, LocalImage};
-pub use oneoff::{Finished, Guard, OneOff, OneOffResult, Prepared};
+pub use oneoff::{Ended, Finished, Guard, OneOff, OneOffResult, Prepared};
 pub use secrets::SecretInfo;
 pub use status::{ContainerState, Health};
 
@@ -75,13 +75,16 @@ pub trait Podman: Sync + ImageStore {
     /// creates the container, or adopts a started leftover of the same work. It needs nothing
     /// stopped, so a migration prepares while its services still serve.
     fn prepare_oneoff(&self, spec: &OneOff) -> Result<Prepared, PodmanError>;
-    /// Runs a prepared one-off to its end or the deadline (then kills it) and collects its
-    /// output's tail; the container stays until `remove_oneoff`.
+    /// Runs a prepared one-off to its end or the deadline (then kills it); the container stays
+    /// until `remove_oneoff`.
     fn run_prepared(
         &self,
         prepared: &Prepared,
         timeout: std::time::Duration,
-    ) -> Result<Finished, PodmanError>;
+    ) -> Result<Ended, PodmanError>;
+    /// The tail of a run one-off's output (stdout and stderr as it wrote them), or what of it
+    /// could be read: it only ever illustrates an exit already known.
+    fn oneoff_output(&self, prepared: &Prepared) -> String;
     /// Removes a prepared one-off's container, whatever its state.
     fn remove_oneoff(&self, prepared: &Prepared) -> Result<(), PodmanError>;
     /// Runs a one-off container to its end or the deadline, and removes it either way: its
@@ -92,7 +95,17 @@ pub trait Podman: Sync + ImageStore {
         timeout: std::time::Duration,
     ) -> Result<Finished, PodmanError> {
         let held = Guard::new(self, self.prepare_oneoff(spec)?);
-        let finished = self.run_prepared(held.prepared(), timeout);
+        let finished = self.run_prepared(held.prepared(), timeout).map(|ended| {
+            let output = self.oneoff_output(held.prepared());
+            match ended {
+                Ended::Exited { rc } => Finished::Exited(OneOffResult {
+                    rc,
+                    output,
+                    adopted: held.prepared().adopted,
+                }),
+                Ended::TimedOut => Finished::TimedOut { output },
+            }
+        });
         let removed = held.remove();
         let finished = finished?;
         removed?;

@@ -262,6 +262,17 @@ pub fn start_set(
     let order = start_order(set);
     let (already_active, to_start) = split_by_activity(&order, set);
     if !check {
+        // A failed unit, or one systemd restarted, may be held by its start limit; the others
+        // start without a reset-failed call in their clients' downtime.
+        let held: Vec<String> = set
+            .iter()
+            .filter(|s| to_start.contains(&s.name))
+            .filter(|s| s.active_state() == "failed" || s.n_restarts() > 0)
+            .map(|s| s.name.clone())
+            .collect();
+        if !held.is_empty() {
+            host.systemd.reset_failed(&held)?;
+        }
         one_by_one(host, &to_start, Job::Start, start, deadline)?;
     }
     Ok(Started {
@@ -379,7 +390,8 @@ fn split_by_activity(order: &[String], set: &[UnitStatus]) -> (Vec<String>, Vec<
         .partition(|n| set.iter().any(|s| &s.name == n && s.is_active()))
 }
 
-/// Runs `job` on each unit in turn, each waited for, within the run's deadline, before the next.
+/// Runs `job` on each unit in turn, each waited for, within the run's deadline, before the next;
+/// a service and its socket side by side in the order are one job (`steps`).
 fn one_by_one(
     host: &Host,
     units: &[String],
@@ -392,15 +404,47 @@ fn one_by_one(
     } else {
         Goal::Active
     };
-    for unit in units {
-        let one = std::slice::from_ref(unit);
-        if goal == Goal::Active {
-            host.systemd.reset_failed(one)?;
+    for step in steps(units) {
+        if job == Job::Stop {
+            // systemctl returns as the stop job ends (systemd's stop timeout bounds it): what
+            // a migration waits on, and its service's clients with it, without the lag of a
+            // look that comes up to a pause after the stop ended. The look that follows
+            // confirms it at once.
+            host.systemd.run_job(job, step)?;
+        } else {
+            host.systemd.enqueue(job, step)?;
         }
-        host.systemd.enqueue(job, one)?;
-        wait_all(host, one, goal, start, deadline)?;
+        wait_all(host, step, goal, start, deadline)?;
     }
     Ok(())
+}
+
+/// The order cut into jobs: `NAME.service` and `NAME.socket` next to each other go together,
+/// since systemd orders a socket before its service itself; every other unit alone. A
+/// socket-activated service is then down for one systemctl call and one look less, on its stop
+/// for a migration and on its start again.
+fn steps(units: &[String]) -> Vec<&[String]> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < units.len() {
+        let pair = units
+            .get(i + 1)
+            .is_some_and(|next| socket_pair(&units[i], next));
+        let len = if pair { 2 } else { 1 };
+        out.push(&units[i..i + len]);
+        i += len;
+    }
+    out
+}
+
+fn socket_pair(a: &str, b: &str) -> bool {
+    let same = |service: &str, socket: &str| {
+        matches!(
+            (service.strip_suffix(".service"), socket.strip_suffix(".socket")),
+            (Some(x), Some(y)) if x == y
+        )
+    };
+    same(a, b) || same(b, a)
 }
 
 /// Polls until every unit reaches the goal, bounded by the run's deadline.

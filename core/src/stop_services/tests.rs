@@ -137,3 +137,32 @@ impl Bed {
         crate::converge::Clock::now(&self.clock)
     }
 }
+
+#[test]
+fn a_service_and_its_socket_side_by_side_are_one_job_every_other_unit_its_own() {
+    let units: Vec<String> = [
+        "api.service",
+        "api.socket",
+        "db.service",
+        "web.socket",
+        "web.service",
+        "app.socket",
+        "other.service",
+    ]
+    .map(String::from)
+    .to_vec();
+    let steps: Vec<Vec<&str>> = super::steps(&units)
+        .iter()
+        .map(|s| s.iter().map(String::as_str).collect())
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            vec!["api.service", "api.socket"],
+            vec!["db.service"],
+            vec!["web.socket", "web.service"],
+            vec!["app.socket"],
+            vec!["other.service"],
+        ]
+    );
+}

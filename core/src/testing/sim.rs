@@ -6,7 +6,7 @@
 //! status refit has never seen. Time is a `FakeClock`, so waits take no real time.
 
 use crate::podman::{
-    ContainerInfo, ContainerState, Finished, Health, OneOff, Podman, PodmanError, Prepared,
+    ContainerInfo, ContainerState, Ended, Health, OneOff, Podman, PodmanError, Prepared,
     UnitSelection,
 };
 use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
@@ -308,12 +308,11 @@ impl Podman for SimHost {
     fn prepare_oneoff(&self, _spec: &OneOff) -> Result<Prepared, PodmanError> {
         Err(no_oneoffs())
     }
-    fn run_prepared(
-        &self,
-        _prepared: &Prepared,
-        _timeout: Duration,
-    ) -> Result<Finished, PodmanError> {
+    fn run_prepared(&self, _prepared: &Prepared, _timeout: Duration) -> Result<Ended, PodmanError> {
         Err(no_oneoffs())
+    }
+    fn oneoff_output(&self, _prepared: &Prepared) -> String {
+        String::new()
     }
     fn remove_oneoff(&self, _prepared: &Prepared) -> Result<(), PodmanError> {
         Err(no_oneoffs())
