@@ -101,6 +101,8 @@ pub struct FakePodman {
     pub calls: Arc<Mutex<Vec<String>>>,
     /// The exit code every one-off container returns.
     pub oneoff_rc: i64,
+    /// Every one-off container runs past its deadline, and is killed.
+    pub oneoff_times_out: bool,
     /// Creating a one-off container fails, as a create podman refuses.
     pub oneoff_create_fails: bool,
     /// The one-off containers prepared and not removed yet, by ID: empty after every run.
@@ -170,6 +172,9 @@ impl Podman for FakePodman {
         let spec = self.held_spec(prepared)?;
         self.note_oneoff("run", &spec);
         self.oneoffs.lock().expect("oneoffs").push(spec);
+        if self.oneoff_times_out {
+            return Ok(Ended::TimedOut);
+        }
         Ok(Ended::Exited { rc: self.oneoff_rc })
     }
     fn oneoff_output(&self, prepared: &Prepared) -> String {

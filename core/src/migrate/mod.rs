@@ -247,7 +247,18 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, MigrateE
     let mut revealed = Vec::new();
     let mut done = Vec::with_capacity(list.len());
     for m in &list {
-        let d = run_one(m, &p, inv, host, &state, &mut revealed)?;
+        let d = match run_one(m, &p, inv, host, &state, &mut revealed) {
+            Ok(d) => d,
+            // An error may quote a migration's output (a timeout's tail), and a migration may
+            // print the secrets it was given: a failed result carries them to be masked, as
+            // a finished one does.
+            Err(e) if !revealed.is_empty() => {
+                let mut out = Outcome::default().failed(e.to_string());
+                out.mask_also = revealed;
+                return Ok(out);
+            }
+            Err(e) => return Err(e),
+        };
         let failed = d.failed;
         done.push(d);
         if failed {
@@ -750,10 +761,9 @@ mod tests {
     use crate::testing::{FakeClock, FakePodman, FakeRegistry, FakeSystemd};
     use serde_json::json;
 
-    /// Issue 14: the unit's env secrets reach the one-off container, read from podman when it
-    /// runs, and their values are masked in the result, output tail included.
-    #[test]
-    fn a_units_secrets_reach_the_migration_and_stay_masked() {
+    /// A unit `app` whose container takes the podman secret `refit-app-pw-1` (hunter22) as PW,
+    /// and a run of its migration with the parameters `extra` added, on `podman`.
+    fn run_with_a_secret(podman: &mut FakePodman, extra: serde_json::Value) -> serde_json::Value {
         let dir = tempfile::tempdir().expect("tempdir");
         let q = dir.path().join("quadlet");
         std::fs::create_dir_all(&q).expect("mkdir");
@@ -762,40 +772,42 @@ mod tests {
             "[Container]\nImage=svc:1\nSecret=refit-app-pw-1,type=env,target=PW\n",
         )
         .expect("write");
-        let mut podman = FakePodman {
-            oneoff_prints_env: true,
-            ..FakePodman::default()
-        };
+        podman.oneoff_prints_env = true;
         podman.images.insert("svc:1".into(), "img-1".into());
         podman.secrets.lock().expect("secrets").insert(
             "refit-app-pw-1".into(),
             ("app.container".into(), "hunter22".into()),
         );
         let args = dir.path().join("args.json");
-        let run_with = |extra: serde_json::Value| {
-            let mut a = json!({
-                "unit": "app", "command": ["migrate"],
-                "quadlet_dir": q, "state_dir": dir.path().join("state"),
-            });
-            for (k, v) in extra.as_object().expect("object") {
-                a[k] = v.clone();
-            }
-            std::fs::write(&args, a.to_string()).expect("args");
-            let (systemd, registry, clock) = (
-                FakeSystemd::default(),
-                FakeRegistry::default(),
-                FakeClock::default(),
-            );
-            let host = Host {
-                systemd: &systemd,
-                podman: &podman,
-                registry: &registry,
-                clock: &clock,
-                quadlet: &crate::testing::FakeQuadlet::default(),
-            };
-            crate::ansible::driver::respond(&spec::SPEC, &args, |p, inv| run(p, inv, &host))
+        let mut a = json!({
+            "unit": "app", "command": ["migrate"],
+            "quadlet_dir": q, "state_dir": dir.path().join("state"),
+        });
+        for (k, v) in extra.as_object().expect("object") {
+            a[k] = v.clone();
+        }
+        std::fs::write(&args, a.to_string()).expect("args");
+        let (systemd, registry, clock) = (
+            FakeSystemd::default(),
+            FakeRegistry::default(),
+            FakeClock::default(),
+        );
+        let host = Host {
+            systemd: &systemd,
+            podman: &*podman,
+            registry: &registry,
+            clock: &clock,
+            quadlet: &crate::testing::FakeQuadlet::default(),
         };
-        let out = run_with(json!({"secret_env": {"TOKEN": "tok-secret"}}));
+        crate::ansible::driver::respond(&spec::SPEC, &args, |p, inv| run(p, inv, &host))
+    }
+
+    /// Issue 14: the unit's env secrets reach the one-off container, read from podman when it
+    /// runs, and their values are masked in the result, output tail included.
+    #[test]
+    fn a_units_secrets_reach_the_migration_and_stay_masked() {
+        let mut podman = FakePodman::default();
+        let out = run_with_a_secret(&mut podman, json!({"secret_env": {"TOKEN": "tok-secret"}}));
         assert_eq!(out["ran"], json!(true), "{out}");
         let env = podman.oneoffs.lock().expect("oneoffs")[0].env.clone();
         assert!(env.contains(&"PW=hunter22".to_string()), "{env:?}");
@@ -805,6 +817,20 @@ mod tests {
             !text.contains("hunter22") && !text.contains("tok-secret"),
             "{text}"
         );
+    }
+
+    /// A timeout's error quotes the migration's output, which printed the unit's secret.
+    #[test]
+    fn a_timed_out_migrations_output_is_masked_in_its_error() {
+        let mut podman = FakePodman {
+            oneoff_times_out: true,
+            ..FakePodman::default()
+        };
+        let out = run_with_a_secret(&mut podman, json!({}));
+        assert_eq!(out["failed"], json!(true), "{out}");
+        let msg = out["msg"].as_str().unwrap_or_default();
+        assert!(msg.contains("timed out") && msg.contains("PW="), "{msg}");
+        assert!(!out.to_string().contains("hunter22"), "{out}");
     }
 
     #[test]

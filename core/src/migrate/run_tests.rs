@@ -81,6 +81,7 @@ fn a_pending_migration_stops_what_needs_it_first_runs_once_and_is_stamped() {
         bed.calls(),
         [
             "create img-1 migrate",
+            "reset-failed web.service app.service",
             "stop web.service",
             "stop app.service",
             "run img-1 migrate",
@@ -202,6 +203,7 @@ fn start_after_starts_what_the_migration_stopped_in_dependency_order_once_it_ran
         bed.calls(),
         [
             "create img-1 migrate",
+            "reset-failed web.service app.service",
             "stop web.service",
             "stop app.service",
             "run img-1 migrate",
@@ -236,6 +238,7 @@ fn start_after_starts_nothing_when_the_migration_failed() {
         bed.calls(),
         [
             "create img-1 migrate",
+            "reset-failed web.service app.service",
             "stop web.service",
             "stop app.service",
             "run img-1 migrate",
@@ -321,6 +324,7 @@ fn a_backup_runs_after_the_stop_between_the_create_and_the_run_of_the_migration(
         bed.calls(),
         [
             "create img-1 migrate",
+            "reset-failed web.service app.service",
             "stop web.service",
             "stop app.service",
             "create svc:1 dump",

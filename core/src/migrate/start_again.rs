@@ -6,7 +6,7 @@
 use super::MigrateError;
 use crate::host::Host;
 use crate::podman::Health;
-use crate::stop_services::{StopError, start_set};
+use crate::stop_services::{StartLimit, StopError, start_set};
 use std::time::{Duration, Instant};
 
 /// The longest pause between two looks at a started container's health.
@@ -23,7 +23,9 @@ pub fn start_again(
 ) -> Result<Vec<String>, MigrateError> {
     let t0 = host.clock.now();
     let set = host.systemd.show(stopped).map_err(StopError::from)?;
-    let started = start_set(&super::stop_host(host), &set, false, t0, deadline)?.started;
+    // The migration's stop reset their start limit, and nothing started them since.
+    let limit = StartLimit::ResetAtTheStop;
+    let started = start_set(&super::stop_host(host), &set, false, limit, t0, deadline)?.started;
     let services: Vec<String> = started
         .iter()
         .filter(|u| u.ends_with(".service"))

@@ -159,6 +159,16 @@ struct Sweep {
     remove: Vec<String>,
 }
 
+/// True when a volume (`SOURCE:DEST[:OPTIONS]`) has podman relabel it for SELinux (`z`, `Z`)
+/// or chown it to the container's user (`U`), which it does as it initializes the container.
+fn changes_its_volumes(volumes: &[String]) -> bool {
+    volumes.iter().any(|v| {
+        v.splitn(3, ':')
+            .nth(2)
+            .is_some_and(|opts| opts.split(',').any(|o| matches!(o, "z" | "Z" | "U")))
+    })
+}
+
 /// Sorts the leftovers: the first one of the same work (`key`) that was started is adopted,
 /// every other one, never-started ones of the same work included, is removed.
 fn sweep(listed: Vec<Listed>, key: &str) -> Sweep {
@@ -217,6 +227,11 @@ impl PodmanApi {
             id: created.id,
             adopted: false,
         };
+        // A volume podman relabels or chowns is changed at init: done now, under the service
+        // that still runs on it. Such a one-off is initialized by its start, after the stop.
+        if changes_its_volumes(&spec.volumes) {
+            return Ok(prepared);
+        }
         if let Err(e) = self.init_oneoff(&prepared.id) {
             // The init's error is the one to report; a container left by a failed removal is
             // a leftover the next prepare sweeps.
@@ -354,6 +369,21 @@ mod tests {
             ..a.clone()
         };
         assert_ne!(a.key(), c.key());
+    }
+
+    #[test]
+    fn volumes_podman_relabels_or_chowns_are_told_from_the_rest() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        for changing in [
+            &["data:/data:Z"][..],
+            &["data:/data:ro,z"],
+            &["a:/a", "b:/b:U"],
+        ] {
+            assert!(changes_its_volumes(&v(changing)), "{changing:?}");
+        }
+        for plain in [&["data:/data"][..], &["data:/data:ro"], &["/srv/z:/z"], &[]] {
+            assert!(!changes_its_volumes(&v(plain)), "{plain:?}");
+        }
     }
 
     #[test]

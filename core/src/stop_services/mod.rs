@@ -158,7 +158,14 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, StopErro
                 check_missing(&set, p.missing_ok)?;
             }
             let set: Vec<UnitStatus> = set.into_iter().filter(UnitStatus::exists).collect();
-            let started = start_set(host, &set, inv.check_mode, start, deadline)?;
+            let started = start_set(
+                host,
+                &set,
+                inv.check_mode,
+                StartLimit::Reset,
+                start,
+                deadline,
+            )?;
             if !inv.check_mode && p.state == Wanted::Restored {
                 remove_file(&record_path)?;
             }
@@ -234,6 +241,8 @@ pub fn stop_set(
         rec.recorded_at = crate::time::now_rfc3339();
         state.ensure_parent(record_path)?;
         save_record(record_path, &rec)?;
+        // While they still serve: the start that brings them back then needs no reset.
+        host.systemd.reset_failed(&active)?;
         one_by_one(host, &active, Job::Stop, start, deadline)?;
     }
     Ok(Stopped {
@@ -250,28 +259,33 @@ pub struct Started {
     pub started: Vec<String>,
 }
 
+/// Every start counts against a unit's start limit (5 in 10 s by default), a stop and start
+/// again by each of several migrations too; reset-failed clears the count. Stops never count,
+/// so a reset just before a stop protects the start after it as well as one just before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartLimit {
+    /// The start resets the units it starts first, in one call.
+    Reset,
+    /// Their stop reset them (`stop_set`), and nothing started them since: the start goes
+    /// without a call in their clients' downtime.
+    ResetAtTheStop,
+}
+
 /// Starts the units of `set` that are not active, in dependency order (sockets before their
 /// services), each one waited for within the run's deadline before the next.
 pub fn start_set(
     host: &Host,
     set: &[UnitStatus],
     check: bool,
+    limit: StartLimit,
     start: Instant,
     deadline: Duration,
 ) -> Result<Started, StopError> {
     let order = start_order(set);
     let (already_active, to_start) = split_by_activity(&order, set);
     if !check {
-        // A failed unit, or one systemd restarted, may be held by its start limit; the others
-        // start without a reset-failed call in their clients' downtime.
-        let held: Vec<String> = set
-            .iter()
-            .filter(|s| to_start.contains(&s.name))
-            .filter(|s| s.active_state() == "failed" || s.n_restarts() > 0)
-            .map(|s| s.name.clone())
-            .collect();
-        if !held.is_empty() {
-            host.systemd.reset_failed(&held)?;
+        if limit == StartLimit::Reset && !to_start.is_empty() {
+            host.systemd.reset_failed(&to_start)?;
         }
         one_by_one(host, &to_start, Job::Start, start, deadline)?;
     }
@@ -406,11 +420,12 @@ fn one_by_one(
     };
     for step in steps(units) {
         if job == Job::Stop {
-            // systemctl returns as the stop job ends (systemd's stop timeout bounds it): what
-            // a migration waits on, and its service's clients with it, without the lag of a
-            // look that comes up to a pause after the stop ended. The look that follows
-            // confirms it at once.
-            host.systemd.run_job(job, step)?;
+            // systemctl returns as the stop job ends: what a migration waits on, and its
+            // service's clients with it, without the lag of a look that comes up to a pause
+            // after the stop ended. It is waited for within what is left of the run's
+            // deadline; the look that follows confirms the stop, or fails at the deadline.
+            let left = deadline.saturating_sub(host.clock.now().duration_since(start));
+            host.systemd.run_job_within(job, step, left)?;
         } else {
             host.systemd.enqueue(job, step)?;
         }

@@ -61,7 +61,15 @@ fn dependents_stop_first_and_restored_brings_back_exactly_what_ran_in_start_orde
         json!(["app.service", "db.service"]),
         "{out}"
     );
-    assert_eq!(bed.calls(), ["stop app.service", "stop db.service"]);
+    assert_eq!(
+        bed.calls(),
+        [
+            "reset-failed app.service db.service",
+            "stop app.service",
+            "stop db.service"
+        ],
+        "their start limit cleared while they still serve, for the start that brings them back"
+    );
     let record = bed.record().expect("a stop record");
     assert_eq!(
         record["active_before"],
@@ -76,7 +84,15 @@ fn dependents_stop_first_and_restored_brings_back_exactly_what_ran_in_start_orde
         json!(["db.service", "app.service"]),
         "{out}"
     );
-    assert_eq!(bed.calls(), ["start db.service", "start app.service"]);
+    assert_eq!(
+        bed.calls(),
+        [
+            "reset-failed db.service app.service",
+            "start db.service",
+            "start app.service"
+        ],
+        "each start counts against the unit's start limit: one reset-failed clears it for all"
+    );
     assert!(bed.record().is_none(), "the record goes once restored");
     assert_eq!(bed.sim.active_state("app.service"), "active");
 
@@ -121,7 +137,11 @@ fn a_stop_that_never_ends_fails_at_the_deadline_on_the_fake_clock() {
         msg.contains("still not stopped after 90 s: app.service"),
         "{msg}"
     );
-    assert_eq!(bed.calls(), ["stop app.service"], "db waits for app");
+    assert_eq!(
+        bed.calls(),
+        ["reset-failed app.service db.service", "stop app.service"],
+        "db waits for app"
+    );
     assert!(bed.clock_now() - fake >= Duration::from_secs(90));
     assert!(real.elapsed() < Duration::from_secs(5), "no real sleeps");
     // The record was written before the stop: a restore still brings app back.

@@ -117,6 +117,22 @@ impl Systemd for Systemctl {
         run_bounded("systemctl", &with_units(vec![job.verb()], units), JOB).map(drop)
     }
 
+    fn run_job_within(
+        &self,
+        job: Job,
+        units: &[String],
+        bound: Duration,
+    ) -> Result<bool, SystemdError> {
+        if units.is_empty() {
+            return Ok(true);
+        }
+        match run_bounded("systemctl", &with_units(vec![job.verb()], units), bound) {
+            Ok(_) => Ok(true),
+            Err(SystemdError::Hung { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     fn reset_failed(&self, units: &[String]) -> Result<(), SystemdError> {
         // Units that never failed make reset-failed complain; that is not an error here.
         let _ = run("systemctl", &with_units(vec!["reset-failed"], units));

@@ -266,7 +266,8 @@ impl Systemd for SimHost {
     fn run_job(&self, job: Job, units: &[String]) -> Result<(), SystemdError> {
         self.enqueue(job, units)
     }
-    fn reset_failed(&self, _units: &[String]) -> Result<(), SystemdError> {
+    fn reset_failed(&self, units: &[String]) -> Result<(), SystemdError> {
+        self.note(format!("reset-failed {}", units.join(" ")));
         Ok(())
     }
     fn journal_tail(&self, unit: &str, _lines: usize) -> String {
