@@ -758,7 +758,7 @@ mod run_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{FakeClock, FakePodman, FakeRegistry, FakeSystemd};
+    use crate::testing::{FakePodman, FakeSystemd};
     use serde_json::json;
 
     /// A unit `app` whose container takes the podman secret `refit-app-pw-1` (hunter22) as PW,
@@ -778,28 +778,15 @@ mod tests {
             "refit-app-pw-1".into(),
             ("app.container".into(), "hunter22".into()),
         );
-        let args = dir.path().join("args.json");
-        let mut a = json!({
+        let mut args = json!({
             "unit": "app", "command": ["migrate"],
             "quadlet_dir": q, "state_dir": dir.path().join("state"),
         });
         for (k, v) in extra.as_object().expect("object") {
-            a[k] = v.clone();
+            args[k] = v.clone();
         }
-        std::fs::write(&args, a.to_string()).expect("args");
-        let (systemd, registry, clock) = (
-            FakeSystemd::default(),
-            FakeRegistry::default(),
-            FakeClock::default(),
-        );
-        let host = Host {
-            systemd: &systemd,
-            podman: &*podman,
-            registry: &registry,
-            clock: &clock,
-            quadlet: &crate::testing::FakeQuadlet::default(),
-        };
-        crate::ansible::driver::respond(&spec::SPEC, &args, |p, inv| run(p, inv, &host))
+        let systemd = FakeSystemd::default();
+        crate::testing::respond_on(&spec::SPEC, dir.path(), &args, &systemd, &*podman, run).out
     }
 
     /// Issue 14: the unit's env secrets reach the one-off container, read from podman when it
