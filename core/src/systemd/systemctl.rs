@@ -126,14 +126,25 @@ impl Systemd for Systemctl {
         if units.is_empty() {
             return Ok(true);
         }
-        match run_bounded("systemctl", &with_units(vec![job.verb()], units), bound) {
-            Ok(_) => Ok(true),
-            Err(SystemdError::Hung { .. }) => Ok(false),
-            Err(e) => Err(e),
+        // A systemctl killed at the bound may not have queued the job yet: queued again without
+        // waiting (systemd merges it with one already there), the job goes on either way.
+        let ended = !bound.is_zero()
+            && match run_bounded("systemctl", &with_units(vec![job.verb()], units), bound) {
+                Ok(_) => true,
+                Err(SystemdError::Hung { .. }) => false,
+                Err(e) => return Err(e),
+            };
+        if !ended {
+            self.enqueue(job, units)?;
         }
+        Ok(ended)
     }
 
     fn reset_failed(&self, units: &[String]) -> Result<(), SystemdError> {
+        // Without units, systemctl would reset every unit on the host.
+        if units.is_empty() {
+            return Ok(());
+        }
         // Units that never failed make reset-failed complain; that is not an error here.
         let _ = run("systemctl", &with_units(vec!["reset-failed"], units));
         Ok(())
