@@ -2,11 +2,11 @@
 refit (`refit.containers.upgrade`) and by the foremanctl way (bench/baselines/foremanctl/
 upgrade.yml: stop foreman.target, pull the new stream's images, deploy, whose migration
 one-shots run before the services start), each from a fresh deploy of 1.0, under bench/probe.py
-(every 20 ms). Per service: the probe's downtime, its migration's own duration (podman events
-of refit's migration containers; the one-shots' systemd timestamps), whether it was restarted
-(InvocationIDs). For refit, each service's own restart is measured after the upgrade, on the
-same host and image, as the migration does it (socket and service stopped, then started), so
-the table can say how long a service waited on others. A third flow upgrades a variant of the
+(every 20 ms). Per service: the probe's downtime, its migration's run in the upgrade (podman
+events of refit's migration containers; the one-shots' systemd timestamps), whether it was
+restarted (InvocationIDs). For refit, each migrated service's own migration and own restart are
+measured alone after the upgrade, on the same host and image, as the migration does them, so the
+table can say how long a service was down beyond them. A third flow upgrades a variant of the
 example whose workers keep their 1.0 image: in 1.1 every image changes, the workers' too.
 Run by bench.py (--only upgrade)."""
 import http.client
@@ -210,7 +210,7 @@ def _own_migrations(b):
     out = {}
     for n in MIGRATED:
         cid = b.host(f"podman create -q --network host -v foreman-{n}-data:/data -e SCHEMA_FILE=/data/schema "
-                     f"{b.REGISTRY}/foreman-{n}:{TO} /bin/migrate && true").strip().splitlines()[-1]
+                     f"{b.REGISTRY}/foreman-{n}:{TO} /bin/migrate").strip().splitlines()[-1]
         b.host(f"podman init {cid} > /dev/null")
         t0 = time.monotonic()
         _api(sock, f"/v4.0.0/containers/{cid}/start")

@@ -284,7 +284,7 @@ pub fn start_set(
     let order = start_order(set);
     let (already_active, to_start) = split_by_activity(&order, set);
     if !check {
-        if limit == StartLimit::Reset && !to_start.is_empty() {
+        if limit == StartLimit::Reset {
             host.systemd.reset_failed(&to_start)?;
         }
         one_by_one(host, &to_start, Job::Start, start, deadline)?;

@@ -94,11 +94,11 @@ pub trait Systemd: Sync {
         &self,
         job: Job,
         units: &[String],
-        bound: std::time::Duration,
+        _bound: std::time::Duration,
     ) -> Result<bool, SystemdError> {
-        let _ = bound;
         self.run_job(job, units).map(|()| true)
     }
+    /// Clears the units' failed state and start limit; no units, nothing (never all of them).
     fn reset_failed(&self, units: &[String]) -> Result<(), SystemdError>;
     /// The last `lines` journal lines of a unit, for failure messages. Never fails.
     fn journal_tail(&self, unit: &str, lines: usize) -> String;

@@ -267,7 +267,9 @@ impl Systemd for SimHost {
         self.enqueue(job, units)
     }
     fn reset_failed(&self, units: &[String]) -> Result<(), SystemdError> {
-        self.note(format!("reset-failed {}", units.join(" ")));
+        if !units.is_empty() {
+            self.note(format!("reset-failed {}", units.join(" ")));
+        }
         Ok(())
     }
     fn journal_tail(&self, unit: &str, _lines: usize) -> String {
