@@ -20,6 +20,8 @@ pub struct FakeSystemd {
     pub units: HashMap<String, UnitStatus>,
     /// Every call that changes something: "daemon-reload", "restart x.service", ...
     pub calls: Mutex<Vec<String>>,
+    /// How many `show` calls were made.
+    pub looks: std::sync::atomic::AtomicUsize,
 }
 
 impl FakeSystemd {
@@ -43,10 +45,16 @@ impl FakeSystemd {
         );
         s
     }
+
+    /// How many times systemd was asked to `show`.
+    pub fn shows(&self) -> usize {
+        self.looks.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 impl Systemd for FakeSystemd {
     fn show(&self, units: &[String]) -> Result<Vec<UnitStatus>, SystemdError> {
+        self.looks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(units
             .iter()
             .map(|u| {

@@ -330,6 +330,12 @@ fn names(targets: &[Target]) -> String {
         .join(" ")
 }
 
+/// The services of every unit of a run, instances included: what its first look at systemd asks.
+pub fn services(p: &Params) -> Result<Vec<String>, UnitError> {
+    let targets = target::targets(p, &secrets::SecretKey::placeholder())?;
+    Ok(targets.iter().flat_map(Target::services).collect())
+}
+
 /// Checks every parameter without touching the host: the units, and the run's own options.
 pub fn validate(p: &Params) -> Result<(), UnitError> {
     target::targets(p, &secrets::SecretKey::placeholder())?;

@@ -49,6 +49,7 @@ impl Bed {
         );
         assert_eq!(out["failed"], json!(false), "{out}");
         self.sim.calls.lock().expect("calls").clear();
+        self.sim.looks.store(0, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn begin(&self, env: &str) -> Value {
@@ -106,6 +107,11 @@ fn r21_a_run_with_nothing_to_do_finishes_in_the_first_call() {
         "checkpoint gone"
     );
     assert_eq!(bed.jobs(), Vec::<String>::new(), "no systemd job");
+    assert_eq!(
+        bed.sim.looks.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the health check's look at systemd served the plan too"
+    );
 }
 
 #[test]

@@ -11,6 +11,7 @@
 //! finishes the flow in the same call, so a no-op run is one module call.
 
 mod checks;
+mod derived;
 mod lease;
 mod plan;
 pub mod spec;
@@ -21,6 +22,7 @@ use crate::ansible::{Invocation, Outcome};
 use crate::host::Host;
 use crate::results::flow_state::FlowStateResult as Report;
 use crate::state::{StateDir, StateError, atomic_write, read_optional, remove_file};
+use crate::systemd::Remembered;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -67,10 +69,11 @@ pub struct Params {
     pub allow_skip: bool,
     pub run_id: Option<String>,
     #[serde(default)]
-    pub services: Vec<String>,
+    pub services: Option<Vec<String>>,
     #[serde(default)]
-    pub images: Vec<String>,
+    pub images: Option<Vec<String>>,
     pub image_archive: Option<PathBuf>,
+    pub offline: bool,
     pub min_free_mb: u64,
     pub lease_grace: u64,
     pub image_store: PathBuf,
@@ -80,11 +83,15 @@ pub struct Params {
     pub units: Vec<serde_json::Value>,
     #[serde(default)]
     pub migrations: Vec<serde_json::Value>,
-    pub pull: String,
+    #[serde(default)]
+    pub pull: Option<String>,
     /// Registry logins for `begin`'s pulls and digest lookups; None for podman's own lookup.
     #[serde(default)]
     pub auth_file: Option<PathBuf>,
     pub timeout: u64,
+    pub max_parallel: u64,
+    pub min_healthy_time: u64,
+    pub keep_revisions: u64,
     pub quadlet_dir: PathBuf,
     pub systemd_dir: PathBuf,
     #[serde(default)]
@@ -187,10 +194,14 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowErro
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty());
     let lease: Option<Lease> = leases.read()?;
+    let run_id = match (&p.run_id, p.action, p.flow) {
+        (None, Action::Begin, Some(flow)) => Some(derived::run_id(flow)),
+        (given, _, _) => given.clone(),
+    };
     let report = Report {
         recorded_stream: recorded.clone(),
         stream: p.stream.clone(),
-        run_id: p.run_id.clone(),
+        run_id: run_id.clone(),
         lease: leases.path().display().to_string(),
         ..Report::default()
     };
@@ -199,7 +210,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowErro
         kind: p.flow,
         flow: p.flow.map(Flow::as_str).unwrap_or_default().to_string(),
         stream: p.stream.clone().unwrap_or_default(),
-        run_id: p.run_id.clone().unwrap_or_default(),
+        run_id: run_id.unwrap_or_default(),
         state,
         leases,
         stream_path,
@@ -266,6 +277,13 @@ fn begin(
     let p = cx.p;
     let (flow, stream, run_id) = (&cx.flow, &cx.stream, &cx.run_id);
     plan::validate_all(p, flow)?;
+    // The health check's look at systemd also reads every unit the plan will, so the plan
+    // needs no look of its own unless something changed in between.
+    let remembered = Remembered::new(host.systemd, plan::services(p, flow)?);
+    let host = &Host {
+        systemd: &remembered,
+        ..*host
+    };
     if let Some(t) = &p.target {
         target::validate(t)?;
     }
@@ -308,12 +326,12 @@ fn begin(
     // run's resume goes on, since the failure may be that run's own (killed in its recovery,
     // say), and converging is what mends it.
     let resuming = matches!(decided, Taken::Resumed { .. });
-    let unhealthy = match checks::check_services(host, &p.services) {
+    let unhealthy = match checks::check_services(host, &p.services()) {
         Err(FlowError::Unhealthy(which)) if resuming => Some(which),
         other => other.map(|()| None)?,
     };
     if p.image_archive.is_none() {
-        checks::check_images(host, &p.images)?;
+        checks::check_images(host, &p.images())?;
     }
     let how = if inv.check_mode {
         "all checks passed".to_string()
@@ -413,7 +431,7 @@ fn take_lease(
     )?;
     if let Some(archive) = &p.image_archive {
         report.loaded_images = host.podman.load_archive(archive)?;
-        checks::check_images(host, &p.images)?;
+        checks::check_images(host, &p.images())?;
     }
     let mut resumed_from = held
         .as_ref()

@@ -51,8 +51,11 @@ fn unit_params(p: &Params, flow: &str) -> Result<container_unit::Params, FlowErr
         json!({
             "units": p.units,
             "state": "present",
-            "pull": p.pull,
+            "pull": p.pull(),
             "timeout": p.timeout,
+            "max_parallel": p.max_parallel,
+            "min_healthy_time": p.min_healthy_time,
+            "keep_revisions": p.keep_revisions,
             // The checkpoint of how every unit was before this run, which recovery restores.
             "checkpoint": flow,
             "quadlet_dir": p.quadlet_dir,
@@ -112,6 +115,14 @@ pub fn validate_all(p: &Params, flow: &str) -> Result<(), FlowError> {
         migrate::validate(&migrate_params(p, flow)?)?;
     }
     Ok(())
+}
+
+/// The services of every unit `begin` plans: none without units.
+pub fn services(p: &Params, flow: &str) -> Result<Vec<String>, FlowError> {
+    if !wanted(p) {
+        return Ok(Vec::new());
+    }
+    Ok(container_unit::services(&unit_params(p, flow)?)?)
 }
 
 /// Fetches, writes and plans every unit (nothing restarts), then judges every migration on

@@ -18,9 +18,27 @@ pub static OPTIONS: &[OptionSpec] = &[
         "Known streams, oldest first. An upgrade may only go to the stream after the recorded one.\nWithout this list, the next stream after C(X.Y) is C(X.Y+1).",
     ),
     OptionSpec::new("allow_skip", Kind::Bool, "Let an upgrade skip streams.").default(Default::Bool(false)),
-    OptionSpec::new("run_id", Kind::Str, "Identifies this run. Required for C(begin) and C(finish); with C(abandon), releases only this run's lease."),
-    OptionSpec::new("services", Kind::List(Elem::Str), "Services that must be healthy before anything is touched."),
-    OptionSpec::new("images", Kind::List(Elem::Str), "Images that must be present locally, for offline runs."),
+    OptionSpec::new(
+        "run_id",
+        Kind::Str,
+        "Identifies this run. Required for C(finish); with C(abandon), releases only this run's lease.\nC(begin) names the run C(FLOW-YYYYMMDDTHHMMSS.ffffff) (UTC) when it is not given, and returns the name in RV(run_id) for the later calls.",
+    ),
+    OptionSpec::new(
+        "services",
+        Kind::List(Elem::Str),
+        "Services that must be healthy before anything is touched.\nWith O(units) and without this, every unit that is not a template.",
+    ),
+    OptionSpec::new(
+        "images",
+        Kind::List(Elem::Str),
+        "Images that must be present locally, for offline runs.\nWith O(units), O(offline) and without this, every unit's image.",
+    ),
+    OptionSpec::new(
+        "offline",
+        Kind::Bool,
+        "Pull nothing: O(pull) is C(never), whatever it says, and every image must be local (or in O(image_archive)) before anything is touched.",
+    )
+    .default(Default::Bool(false)),
     OptionSpec::new("image_archive", Kind::Path, "A C(podman save -m) archive on the target, loaded before the image check."),
     OptionSpec::new("min_free_mb", Kind::Int, "Free space the image store needs, in MiB.").default(Default::Int(1024)),
     OptionSpec::new(
@@ -46,11 +64,34 @@ pub static OPTIONS: &[OptionSpec] = &[
     )
     .suboptions(&crate::migrate::spec::MIGRATION_OPTIONS)
     .entry_rules(crate::migrate::spec::MIGRATION_RULES),
-    OptionSpec::new("pull", Kind::Str, "How `begin` fetches the units' images, as `container_unit` `pull`.")
-        .default(Default::Str("always"))
-        .choices(&["always", "missing", "never"]),
+    OptionSpec::new(
+        "pull",
+        Kind::Str,
+        "How `begin` fetches the units' images, as `container_unit` `pull`.\nWithout it, the flow's own: C(missing) for a deploy, C(always) for an update or upgrade, so an update picks up a newer image under the same tag.",
+    )
+    .choices(&["always", "missing", "never"]),
     OptionSpec::new("auth_file", Kind::Path, crate::container_unit::spec::AUTH_FILE_DOC),
     OptionSpec::new("timeout", Kind::Int, "Seconds a pull or a migration's check command may take.").default(Default::Int(300)),
+    // The flow's later calls take these; `begin` judges them, by `container_unit`'s own spec,
+    // so a bad value is refused before the host is touched and not in the start phase.
+    OptionSpec::new(
+        "max_parallel",
+        Kind::Int,
+        "Template instances the start phase replaces at once, as `container_unit` `max_parallel`: judged here, before anything is touched.",
+    )
+    .default(Default::Int(1)),
+    OptionSpec::new(
+        "min_healthy_time",
+        Kind::Int,
+        "Milliseconds a new revision must stay healthy in the start phase, as `container_unit` `min_healthy_time`: judged here, before anything is touched.",
+    )
+    .default(Default::Int(1000)),
+    OptionSpec::new(
+        "keep_revisions",
+        Kind::Int,
+        "Revisions kept per unit, as `container_unit` `keep_revisions` (1 to 100): judged here, and kept by the units this call writes.",
+    )
+    .default(Default::Int(crate::state::KEEP_REVISIONS as i64)),
     OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live, as `container_unit` `quadlet_dir`.").default(Default::Str("/etc/containers/systemd")),
     OptionSpec::new("systemd_dir", Kind::Path, "Where boot links and sockets go, as `container_unit` `systemd_dir`.").default(Default::Str("/etc/systemd/system")),
     OptionSpec::new(
@@ -70,7 +111,7 @@ pub static SPEC: ModuleSpec = ModuleSpec {
         RequiredIf {
             option: "action",
             value: "begin",
-            requires: &["flow", "stream", "run_id"],
+            requires: &["flow", "stream"],
         },
         RequiredIf {
             option: "action",

@@ -1,9 +1,11 @@
 //! systemd access. One trait, `Systemd`, so plans and waits can be tested without a host;
 //! `Systemctl` is the real thing and shells out to systemctl and journalctl.
 
+mod remembered;
 mod show;
 mod systemctl;
 
+pub use remembered::Remembered;
 pub use show::{UnitStatus, parse_show};
 pub use systemctl::Systemctl;
 

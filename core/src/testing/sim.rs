@@ -54,6 +54,8 @@ pub struct SimHost {
     next: Mutex<u64>,
     /// Every call that changes something, in order; a `FakePodman` may share it.
     pub calls: Arc<Mutex<Vec<String>>>,
+    /// How many `show` calls systemd was asked.
+    pub looks: std::sync::atomic::AtomicUsize,
 }
 
 impl SimHost {
@@ -189,6 +191,7 @@ impl SimHost {
 
 impl Systemd for SimHost {
     fn show(&self, units: &[String]) -> Result<Vec<UnitStatus>, SystemdError> {
+        self.looks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let services = self.services.lock().expect("services");
         Ok(units
             .iter()
