@@ -330,10 +330,26 @@ fn names(targets: &[Target]) -> String {
         .join(" ")
 }
 
-/// The services of every unit of a run, instances included: what its first look at systemd asks.
-pub fn services(p: &Params) -> Result<Vec<String>, UnitError> {
+/// What a run reads of the host before it changes anything.
+pub struct Reads {
+    /// Every unit's services, instances included: what its first look at systemd asks.
+    pub services: Vec<String>,
+    /// Every image a unit is to run, as the run inspects it, each once.
+    pub images: Vec<String>,
+}
+
+pub fn reads(p: &Params) -> Result<Reads, UnitError> {
     let targets = target::targets(p, &secrets::SecretKey::placeholder())?;
-    Ok(targets.iter().flat_map(Target::services).collect())
+    let mut images: Vec<String> = targets
+        .iter()
+        .filter_map(|t| Some(t.desired.as_ref()?.image.as_str().to_string()))
+        .collect();
+    images.sort();
+    images.dedup();
+    Ok(Reads {
+        services: targets.iter().flat_map(Target::services).collect(),
+        images,
+    })
 }
 
 /// Checks every parameter without touching the host: the units, and the run's own options.

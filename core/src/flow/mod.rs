@@ -279,7 +279,8 @@ fn begin(
     plan::validate_all(p, flow)?;
     // The health check's look at systemd also reads every unit the plan will, so the plan
     // needs no look of its own unless something changed in between.
-    let remembered = Remembered::new(host.systemd, plan::services(p, flow)?);
+    let reads = plan::reads(p, flow)?;
+    let remembered = Remembered::new(host.systemd, reads.services);
     let host = &Host {
         systemd: &remembered,
         ..*host
@@ -326,7 +327,12 @@ fn begin(
     // run's resume goes on, since the failure may be that run's own (killed in its recovery,
     // say), and converging is what mends it.
     let resuming = matches!(decided, Taken::Resumed { .. });
-    let unhealthy = match checks::check_services(host, &p.services()) {
+    // Podman answers for the images the plan inspects while systemd answers for the services.
+    let (services, ()) = crate::parallel::join(
+        || checks::check_services(host, &p.services()),
+        || host.podman.look_at_images(&reads.images),
+    );
+    let unhealthy = match services {
         Err(FlowError::Unhealthy(which)) if resuming => Some(which),
         other => other.map(|()| None)?,
     };

@@ -117,12 +117,15 @@ pub fn validate_all(p: &Params, flow: &str) -> Result<(), FlowError> {
     Ok(())
 }
 
-/// The services of every unit `begin` plans: none without units.
-pub fn services(p: &Params, flow: &str) -> Result<Vec<String>, FlowError> {
+/// What the plan of every unit will read of the host: none without units.
+pub fn reads(p: &Params, flow: &str) -> Result<container_unit::Reads, FlowError> {
     if !wanted(p) {
-        return Ok(Vec::new());
+        return Ok(container_unit::Reads {
+            services: Vec::new(),
+            images: Vec::new(),
+        });
     }
-    Ok(container_unit::services(&unit_params(p, flow)?)?)
+    Ok(container_unit::reads(&unit_params(p, flow)?)?)
 }
 
 /// Fetches, writes and plans every unit (nothing restarts), then judges every migration on

@@ -106,6 +106,16 @@ impl Podman for PodmanApi {
             .unwrap_or_default())
     }
 
+    /// One image list instead of an inspect each: podman answers inspects one after another
+    /// (8 ms each on the testbed), a list of every image in one go.
+    fn look_at_images(&self, images: &[String]) {
+        let _ = self.known.fill(|| {
+            let mut tags = self.every_tag()?;
+            tags.retain(|tag, _| images.contains(tag));
+            Ok::<_, PodmanError>(tags)
+        });
+    }
+
     fn pull(&self, image: &str) -> Result<String, PodmanError> {
         let auth = self.registry_auth.as_deref();
         self.changing_images(|| super::pull::pull(&self.socket, image, auth, self.pull_timeout))

@@ -3,9 +3,10 @@
 //! compat API has no untag, and its image removal by name untags or removes depending on how
 //! many names the image has.
 
+use super::known_images::Inspected;
 use super::{PodmanApi, PodmanError, bare_id, wire};
 use serde::Deserialize;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 /// Seconds an image call may take; removing one deletes its layers.
@@ -41,6 +42,8 @@ struct Summary {
     #[serde(default)]
     repo_tags: Option<Vec<String>>,
     #[serde(default)]
+    repo_digests: Option<Vec<String>>,
+    #[serde(default)]
     size: u64,
 }
 
@@ -64,6 +67,29 @@ impl From<Summary> for LocalImage {
 struct Container {
     #[serde(rename = "ImageID", default)]
     image_id: String,
+}
+
+impl PodmanApi {
+    /// Every tag of every local image, with what an inspect of it would say: one list call.
+    pub(super) fn every_tag(&self) -> Result<HashMap<String, Inspected>, PodmanError> {
+        let got: Option<Vec<Summary>> = wire::get_json(
+            self.socket(),
+            "image list",
+            "/v4.0.0/libpod/images/json",
+            TIMEOUT,
+        )?;
+        let mut tags = HashMap::new();
+        for image in got.unwrap_or_default() {
+            let inspected = Inspected {
+                id: bare_id(&image.id),
+                repo_digests: image.repo_digests.unwrap_or_default(),
+            };
+            for tag in image.repo_tags.unwrap_or_default() {
+                tags.insert(tag, inspected.clone());
+            }
+        }
+        Ok(tags)
+    }
 }
 
 impl ImageStore for PodmanApi {

@@ -49,6 +49,23 @@ impl KnownImages {
         Ok(answer)
     }
 
+    /// Remembers what `list` found, by reference, unless the store changed while it asked. A
+    /// reference it did not find stays unknown: an inspect may still resolve it (a short name).
+    pub(super) fn fill<E>(
+        &self,
+        list: impl FnOnce() -> Result<HashMap<String, Inspected>, E>,
+    ) -> Result<(), E> {
+        let asked_in = self.lock().generation;
+        let found = list()?;
+        let mut known = self.lock();
+        if known.generation == asked_in {
+            known
+                .answers
+                .extend(found.into_iter().map(|(k, v)| (k, Some(v))));
+        }
+        Ok(())
+    }
+
     /// `change` to the image store, with every answer forgotten before and after it.
     pub(super) fn changing<T>(&self, change: impl FnOnce() -> T) -> T {
         self.forget();
@@ -109,6 +126,31 @@ mod tests {
             known.get_or("r:1", || Ok::<_, ()>(image("new"))),
             Ok(image("new"))
         );
+    }
+
+    #[test]
+    fn a_list_answers_what_it_found_and_leaves_the_rest_to_inspects() {
+        let known = KnownImages::default();
+        let listed = HashMap::from([("r:1".to_string(), image("a").expect("image"))]);
+        known.fill(|| Ok::<_, ()>(listed.clone())).expect("fill");
+        let inspected = Cell::new(0);
+        let ask = |answer: Option<Inspected>| {
+            inspected.set(inspected.get() + 1);
+            Ok::<_, ()>(answer)
+        };
+        assert_eq!(known.get_or("r:1", || ask(image("b"))), Ok(image("a")));
+        assert_eq!(known.get_or("short:1", || ask(image("c"))), Ok(image("c")));
+        assert_eq!(
+            inspected.get(),
+            1,
+            "only the reference the list had not found"
+        );
+        // A list made while the store changed is not remembered.
+        let later = KnownImages::default();
+        later
+            .fill(|| Ok::<_, ()>(later.changing(|| listed.clone())))
+            .expect("fill");
+        assert_eq!(later.get_or("r:1", || ask(image("d"))), Ok(image("d")));
     }
 
     #[test]

@@ -64,6 +64,14 @@ pub trait Podman: Sync + ImageStore {
     fn image_id(&self, image: &str) -> Result<Option<String>, PodmanError>;
     /// The `REPO@sha256:…` digests podman recorded for the local image of a reference.
     fn repo_digests(&self, image: &str) -> Result<Vec<String>, PodmanError>;
+    /// Asks about these references at once, so that `image_id` and `repo_digests` of them
+    /// answer without a call of their own until the image store changes. A failure is left
+    /// to those later asks, which report it; this asks each in turn.
+    fn look_at_images(&self, images: &[String]) {
+        for image in images {
+            let _ = self.image_id(image);
+        }
+    }
     /// Pulls a reference, draining the progress stream, and returns its new local ID.
     fn pull(&self, image: &str) -> Result<String, PodmanError>;
     /// Loads a `podman save` archive (docker-archive, `-m` for several images) from a file on
