@@ -347,7 +347,7 @@ pub fn reads(p: &Params) -> Result<Reads, UnitError> {
     images.sort();
     images.dedup();
     Ok(Reads {
-        services: targets.iter().flat_map(Target::services).collect(),
+        services: observe::services_of(&targets),
         images,
     })
 }

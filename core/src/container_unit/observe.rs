@@ -94,8 +94,13 @@ pub struct Prefetched {
     containers: Vec<ContainerInfo>,
 }
 
+/// Every service of the targets, instances included: what `prefetch` asks systemd about.
+pub fn services_of(targets: &[Target]) -> Vec<String> {
+    targets.iter().flat_map(Target::services).collect()
+}
+
 pub fn prefetch(host: &Host, targets: &[Target]) -> Result<Prefetched, UnitError> {
-    let services: Vec<String> = targets.iter().flat_map(Target::services).collect();
+    let services = services_of(targets);
     let plain: Vec<String> = targets
         .iter()
         .filter(|t| !t.name.is_template())

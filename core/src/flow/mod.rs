@@ -342,7 +342,10 @@ fn begin(
     let how = if inv.check_mode {
         "all checks passed".to_string()
     } else {
-        let taken = take_lease(cx, host, &mut report, grace)?;
+        let (taken, moved) = take_lease(cx, host, &mut report, grace)?;
+        if moved {
+            remembered.forget();
+        }
         report.began = true;
         match taken {
             Taken::Resumed { from } => format!("resuming an interrupted run ({from})"),
@@ -415,17 +418,20 @@ fn begin(
 }
 
 /// The decision again, under the lock: another controller may have taken the lease since it
-/// was read. Then the archive is loaded and the lease written.
+/// was read. Then the archive is loaded and the lease written. Also says whether the host may
+/// have moved since the checks looked at it: another module held the lock first, or an archive
+/// was loaded.
 fn take_lease(
     cx: &Context,
     host: &Host,
     report: &mut Report,
     grace: Duration,
-) -> Result<Taken, FlowError> {
+) -> Result<(Taken, bool), FlowError> {
     let p = cx.p;
     let leases = &cx.leases;
     let quiet = leases.quiet_for();
-    let _lock = leases.lock(&cx.run_id)?;
+    let lock = leases.lock(&cx.run_id)?;
+    let moved = lock.waited() || p.image_archive.is_some();
     let held = leases.read()?;
     let taken = leases.decide(
         held.as_ref(),
@@ -461,7 +467,8 @@ fn take_lease(
     };
     leases.write(&l)?;
     report.resumed = matches!(taken, Taken::Resumed { .. });
-    Ok(taken)
+    drop(lock);
+    Ok((taken, moved))
 }
 
 /// Records the stream and releases the lease: only the run that owns it may.

@@ -39,6 +39,8 @@ pub enum LockError {
 #[derive(Debug)]
 pub struct Lock {
     file: File,
+    /// Another holder had it first: what was read of the host before may have changed.
+    waited: bool,
 }
 
 impl Drop for Lock {
@@ -76,10 +78,12 @@ impl Lock {
             return Err(LockError::Symlink(path.to_path_buf()));
         }
         let deadline = Instant::now() + patience;
+        let mut waited = false;
         loop {
             match file.try_lock() {
                 Ok(()) => break,
                 Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    waited = true;
                     std::thread::sleep(RETRY);
                 }
                 Err(TryLockError::WouldBlock) => {
@@ -101,7 +105,12 @@ impl Lock {
         file.set_len(0).map_err(io)?;
         file.rewind().map_err(io)?;
         file.write_all(note.as_bytes()).map_err(io)?;
-        Ok(Lock { file })
+        Ok(Lock { file, waited })
+    }
+
+    /// Whether another holder had the lock when this one asked for it.
+    pub fn waited(&self) -> bool {
+        self.waited
     }
 }
 
@@ -145,9 +154,13 @@ mod tests {
         });
         let second = Lock::acquire(&p, "container_unit content", Duration::from_secs(5));
         release.join().expect("release");
-        second.expect("taken once the first let go");
+        let second = second.expect("taken once the first let go");
+        assert!(second.waited(), "it knows another held the lock first");
         let note = std::fs::read_to_string(&p).expect("note");
         assert!(note.starts_with("container_unit content, pid "), "{note}");
+        drop(second);
+        let third = Lock::acquire(&p, "flow_state", Duration::ZERO).expect("free");
+        assert!(!third.waited());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! A `Systemd` that answers `show` from the first look at a known set of units until refit
-//! changes anything. `flow_state begin` checks its services' health and then plans every unit
+//! changes anything, or is told the host may have changed; from then on every call is
+//! systemd's own (a wait polls `show`, and must see each change). `flow_state begin` checks its services' health and then plans every unit
 //! from what systemd says of them: one `systemctl show` for both instead of two, which on a
 //! busy systemd (a health check's transient units every few seconds) is half the calls that
 //! may queue behind it.
@@ -12,7 +13,16 @@ pub struct Remembered<'a> {
     inner: &'a dyn Systemd,
     /// Asked for with the first `show`, whatever it asks: the units a later `show` will want.
     also: Vec<String>,
-    seen: Mutex<Option<HashMap<String, UnitStatus>>>,
+    look: Mutex<Look>,
+}
+
+enum Look {
+    /// Nothing asked yet.
+    NotYet,
+    /// The first look, by unit.
+    Seen(HashMap<String, UnitStatus>),
+    /// Something changed since: every call goes to systemd.
+    Spent,
 }
 
 impl<'a> Remembered<'a> {
@@ -20,53 +30,54 @@ impl<'a> Remembered<'a> {
         Remembered {
             inner,
             also,
-            seen: Mutex::new(None),
+            look: Mutex::new(Look::NotYet),
         }
     }
 
-    /// Forgets what was seen: after a change, only systemd itself knows.
-    fn changing(&self) {
-        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    /// Forgets the first look for good: the host may have changed (another module held the
+    /// state lock meanwhile, say), or refit changed it.
+    pub fn forget(&self) {
+        *self.look.lock().unwrap_or_else(|e| e.into_inner()) = Look::Spent;
     }
 }
 
 impl Systemd for Remembered<'_> {
     fn show(&self, units: &[String]) -> Result<Vec<UnitStatus>, SystemdError> {
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(map) = seen.as_ref()
-            && let Some(known) = units.iter().map(|u| map.get(u).cloned()).collect()
-        {
-            return Ok(known);
+        let mut look = self.look.lock().unwrap_or_else(|e| e.into_inner());
+        match &*look {
+            Look::Spent => return self.inner.show(units),
+            Look::Seen(map) => {
+                if let Some(known) = units.iter().map(|u| map.get(u).cloned()).collect() {
+                    return Ok(known);
+                }
+                return self.inner.show(units);
+            }
+            Look::NotYet => {}
         }
-        let first = seen.is_none();
         let mut asked: Vec<String> = units.to_vec();
-        if first {
-            asked.extend(self.also.iter().filter(|u| !units.contains(u)).cloned());
-        }
+        asked.extend(self.also.iter().filter(|u| !units.contains(u)).cloned());
         let statuses = self.inner.show(&asked)?;
-        if first {
-            *seen = Some(
-                statuses
-                    .iter()
-                    .map(|st| (st.name.clone(), st.clone()))
-                    .collect(),
-            );
-        }
+        *look = Look::Seen(
+            statuses
+                .iter()
+                .map(|st| (st.name.clone(), st.clone()))
+                .collect(),
+        );
         Ok(statuses.into_iter().take(units.len()).collect())
     }
 
     fn daemon_reload(&self) -> Result<(), SystemdError> {
-        self.changing();
+        self.forget();
         self.inner.daemon_reload()
     }
 
     fn enqueue(&self, job: Job, units: &[String]) -> Result<(), SystemdError> {
-        self.changing();
+        self.forget();
         self.inner.enqueue(job, units)
     }
 
     fn run_job(&self, job: Job, units: &[String]) -> Result<(), SystemdError> {
-        self.changing();
+        self.forget();
         self.inner.run_job(job, units)
     }
 
@@ -76,12 +87,12 @@ impl Systemd for Remembered<'_> {
         units: &[String],
         bound: std::time::Duration,
     ) -> Result<bool, SystemdError> {
-        self.changing();
+        self.forget();
         self.inner.run_job_within(job, units, bound)
     }
 
     fn reset_failed(&self, units: &[String]) -> Result<(), SystemdError> {
-        self.changing();
+        self.forget();
         self.inner.reset_failed(units)
     }
 
@@ -116,12 +127,25 @@ mod tests {
     }
 
     #[test]
-    fn a_change_sends_the_next_look_to_systemd() {
+    fn after_a_change_every_look_is_systemds_own() {
         let fake = FakeSystemd::with_active("db.service", "i1");
         let seen = Remembered::new(&fake, Vec::new());
         seen.show(&names(&["db.service"])).expect("show");
         seen.enqueue(Job::Restart, &names(&["db.service"]))
             .expect("enqueue");
+        // A wait polls: each of its looks must reach systemd.
+        for _ in 0..3 {
+            seen.show(&names(&["db.service"])).expect("show");
+        }
+        assert_eq!(fake.shows(), 4);
+    }
+
+    #[test]
+    fn a_forgotten_look_is_asked_again() {
+        let fake = FakeSystemd::with_active("db.service", "i1");
+        let seen = Remembered::new(&fake, Vec::new());
+        seen.show(&names(&["db.service"])).expect("show");
+        seen.forget();
         seen.show(&names(&["db.service"])).expect("show");
         assert_eq!(fake.shows(), 2);
     }
