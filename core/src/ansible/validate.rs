@@ -27,6 +27,10 @@ pub enum ParamError {
         wanted: &'static str,
         detail: String,
     },
+    /// Every int option of refit's modules counts something (seconds, milliseconds, units,
+    /// revisions): a negative one is a mistake, named here rather than by the typed read after.
+    #[error("value of {0} must be 0 or more, got: {1}")]
+    Negative(String, i64),
     #[error("value of {name} must be one of: {choices}, got: {got}")]
     Choice {
         name: String,
@@ -183,10 +187,14 @@ fn coerce(name: &str, o: &OptionSpec, v: &Value) -> Result<Value, ParamError> {
                 format!("{v} is not a valid boolean; use yes/no, true/false, on/off or 1/0"),
             )
         })?),
-        Kind::Int => Value::from(
-            coerce_int(v)
-                .ok_or_else(|| type_err("int", format!("{v} cannot be converted to an int")))?,
-        ),
+        Kind::Int => {
+            let n = coerce_int(v)
+                .ok_or_else(|| type_err("int", format!("{v} cannot be converted to an int")))?;
+            if n < 0 {
+                return Err(ParamError::Negative(name.to_string(), n));
+            }
+            Value::from(n)
+        }
         Kind::Dict => coerce_dict(v)
             .ok_or_else(|| type_err("dict", format!("{v} cannot be converted to a dict")))?,
         Kind::List(elem) => {
@@ -362,6 +370,18 @@ mod tests {
             Ok(p) => panic!("accepted: {p:?}"),
             Err(e) => e.to_string(),
         }
+    }
+
+    /// A negative count is refused by name, before the typed read (which would only say that
+    /// some integer did not fit).
+    #[test]
+    fn a_negative_count_is_refused_by_name() {
+        let flow = &crate::flow::spec::SPEC;
+        let msg = refusal(
+            flow,
+            json!({"flow": "update", "stream": "1.0", "min_healthy_time": -1}),
+        );
+        assert_eq!(msg, "value of min_healthy_time must be 0 or more, got: -1");
     }
 
     /// An entry of a list is held to its own rules, and the refusal names the entry.
