@@ -331,6 +331,7 @@ fn names(targets: &[Target]) -> String {
 }
 
 /// What a run reads of the host before it changes anything.
+#[derive(Default)]
 pub struct Reads {
     /// Every unit's services, instances included: what its first look at systemd asks.
     pub services: Vec<String>,
@@ -338,23 +339,10 @@ pub struct Reads {
     pub images: Vec<String>,
 }
 
-pub fn reads(p: &Params) -> Result<Reads, UnitError> {
-    let targets = target::targets(p, &secrets::SecretKey::placeholder())?;
-    let mut images: Vec<String> = targets
-        .iter()
-        .filter_map(|t| Some(t.desired.as_ref()?.image.as_str().to_string()))
-        .collect();
-    images.sort();
-    images.dedup();
-    Ok(Reads {
-        services: observe::services_of(&targets),
-        images,
-    })
-}
-
 /// Checks every parameter without touching the host: the units, and the run's own options.
-pub fn validate(p: &Params) -> Result<(), UnitError> {
-    target::targets(p, &secrets::SecretKey::placeholder())?;
+/// Says what the run will read of the host, from the same targets.
+pub fn validate(p: &Params) -> Result<Reads, UnitError> {
+    let targets = target::targets(p, &secrets::SecretKey::placeholder())?;
     if p.max_parallel == 0 {
         return Err(UnitError::MaxParallel);
     }
@@ -366,7 +354,16 @@ pub fn validate(p: &Params) -> Result<(), UnitError> {
     {
         return Err(UnitError::BadCheckpoint(name.clone()));
     }
-    Ok(())
+    let mut images: Vec<String> = targets
+        .iter()
+        .filter_map(|t| Some(t.desired.as_ref()?.image.as_str().to_string()))
+        .collect();
+    images.sort();
+    images.dedup();
+    Ok(Reads {
+        services: observe::services_of(&targets),
+        images,
+    })
 }
 
 /// Runs the module against this host: systemctl, the podman socket and the system clock.

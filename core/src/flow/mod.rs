@@ -276,10 +276,9 @@ fn begin(
 ) -> Result<Outcome, FlowError> {
     let p = cx.p;
     let (flow, stream, run_id) = (&cx.flow, &cx.stream, &cx.run_id);
-    plan::validate_all(p, flow)?;
+    let reads = plan::validate_all(p, flow)?;
     // The health check's look at systemd also reads every unit the plan will, so the plan
     // needs no look of its own unless something changed in between.
-    let reads = plan::reads(p, flow)?;
     let remembered = Remembered::new(host.systemd, reads.services);
     let host = &Host {
         systemd: &remembered,

@@ -104,28 +104,17 @@ fn through_spec<T: serde::de::DeserializeOwned>(
     serde_json::from_value(Value::Object(params)).map_err(|e| FlowError::Params(e.to_string()))
 }
 
-/// Judges the units and migrations without touching the host.
-pub fn validate_all(p: &Params, flow: &str) -> Result<(), FlowError> {
+/// Judges the units and migrations without touching the host, and says what the plan of
+/// every unit will read of it (nothing without units).
+pub fn validate_all(p: &Params, flow: &str) -> Result<container_unit::Reads, FlowError> {
     if !wanted(p) {
-        return Ok(());
+        return Ok(container_unit::Reads::default());
     }
-    let units = unit_params(p, flow)?;
-    container_unit::validate(&units)?;
+    let reads = container_unit::validate(&unit_params(p, flow)?)?;
     if !p.migrations.is_empty() {
         migrate::validate(&migrate_params(p, flow)?)?;
     }
-    Ok(())
-}
-
-/// What the plan of every unit will read of the host: none without units.
-pub fn reads(p: &Params, flow: &str) -> Result<container_unit::Reads, FlowError> {
-    if !wanted(p) {
-        return Ok(container_unit::Reads {
-            services: Vec::new(),
-            images: Vec::new(),
-        });
-    }
-    Ok(container_unit::reads(&unit_params(p, flow)?)?)
+    Ok(reads)
 }
 
 /// Fetches, writes and plans every unit (nothing restarts), then judges every migration on
