@@ -58,6 +58,9 @@ wait "$bed_pid" || bed_rc=$?
 cat "$bed_log"
 [ "$bed_rc" -eq 0 ] || exit "$bed_rc"
 eval "$(tests/testbed/testbed.sh env)"
+# The callback and the action plugins import ansible: the testbed's venv, now on PATH, has it.
+step "Python unit tests (tests/unit/python)"
+timed python-unit python3 -m unittest discover -s tests/unit/python -t tests/unit/python
 step "collection and refitctl"
 timed collection make --no-print-directory collection refitctl
 in_lane make --no-print-directory -s collection-install
