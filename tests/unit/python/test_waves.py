@@ -1,15 +1,12 @@
 """The fleet's waves (plugins/filter/waves.py): the play header's hosts and serial."""
 
-import importlib.util
-import pathlib
 import unittest
 
 from ansible.errors import AnsibleFilterError
 
-_PATH = pathlib.Path(__file__).resolve().parents[3] / "plugins" / "filter" / "waves.py"
-_SPEC = importlib.util.spec_from_file_location("refit_waves", _PATH)
-waves = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(waves)
+from repo_paths import load
+
+waves = load("plugins/filter/waves.py", "refit_waves")
 
 
 class PlayHosts(unittest.TestCase):
