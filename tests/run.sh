@@ -45,6 +45,15 @@ teardown() {
 }
 trap teardown EXIT
 
+# The fresh-machine path (issue 42): `make demo`'s first phase builds the test service offline,
+# which fails when the cargo home lacks the workspace's crates; every other step here runs with
+# a warm cargo home and would not see it. About 10 s: one fetch into an empty cargo home.
+step "fresh machine: the test service builds with an empty cargo home"
+fresh_cargo=$(mktemp -d)
+fresh_rc=0
+timed fresh-cargo-home env CARGO_HOME="$fresh_cargo" tests/testbed/testbed.sh testsvc || fresh_rc=$?
+rm -rf "$fresh_cargo"
+[ "$fresh_rc" -eq 0 ] || exit "$fresh_rc"
 step "cargo fmt --check"
 timed fmt cargo fmt --all --check
 step "cargo clippy -- -D warnings"

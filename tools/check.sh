@@ -13,7 +13,7 @@ cd "$REPO"
 CACHE=${REFIT_CHECK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/refit}
 VENV=$CACHE/check-venv
 # The versions make test's testbed venv resolves to, so both tiers lint alike.
-SPECS=(ansible-core==2.19.14 ansible-lint==25.12.2)
+SPECS=(ansible-core==2.19.14 'cryptography<51' ansible-lint==25.12.2)
 
 step() { printf '\n== %s\n' "$*"; }
 # Keeps the command's status (set -e does not reach into a function called with ||).

@@ -35,5 +35,7 @@ pub enum CtlError {
     )]
     Interrupted(crate::signals::Interrupt),
     #[error(transparent)]
+    Deployment(#[from] crate::deployment::DeploymentError),
+    #[error(transparent)]
     State(#[from] refit_core::state::StateError),
 }
