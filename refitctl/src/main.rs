@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod diffs;
+mod ended;
 mod error;
 mod events;
 mod fleet;

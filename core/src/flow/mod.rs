@@ -32,6 +32,7 @@ use std::time::Duration;
 pub use crate::state::Lease;
 pub use lease::{Judge, Leases, Liveness, Taken};
 
+pub use derived::run_id;
 pub use stream::{PathError, check_upgrade};
 
 /// The flow a run is: what the lease, the checkpoint and the stop record are named after.
