@@ -17,9 +17,10 @@
 //! no lease at all. `begin` decides under the state lock, so two controllers cannot both take
 //! the lease; `finish`, `end` and `abandon` act only on their own run's lease.
 
-use super::FlowError;
+use super::{Context, FlowError, Params, Report};
 use crate::ansible::{Invocation, Outcome};
-use crate::state::{Lease, Lock, StateDir, StateError, remove_file};
+use crate::host::Host;
+use crate::state::{Heartbeat, Lease, Lock, StateDir, StateError, remove_file};
 use crate::time::BootTime;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -211,10 +212,100 @@ impl Leases {
     }
 }
 
+/// The decision again, under the lock: another controller may have taken the lease since it
+/// was read. Then the archive is loaded and the lease written. Also says whether the host may
+/// have moved since the checks looked at it: another module held the lock first, or an archive
+/// was loaded.
+pub(super) fn take(
+    cx: &Context,
+    host: &Host,
+    report: &mut Report,
+) -> Result<(Taken, bool), FlowError> {
+    let p = cx.p;
+    let leases = &cx.leases;
+    let lock = leases.lock(&cx.run_id)?;
+    let moved = lock.waited() || p.image_archive.is_some();
+    let held = leases.read()?;
+    let now = host.clock.boot_time()?;
+    let taken = leases.decide(
+        held.as_ref(),
+        &cx.flow,
+        &cx.stream,
+        &cx.run_id,
+        &judge(p, &now),
+    )?;
+    if let Some(archive) = &p.image_archive {
+        report.loaded_images = host.podman.load_archive(archive)?;
+        super::checks::check_images(host, &p.images())?;
+    }
+    let mut resumed_from = held
+        .as_ref()
+        .map(|l| l.resumed_from.clone())
+        .unwrap_or_default();
+    if let Taken::Resumed { from, .. } = &taken {
+        resumed_from.push(from.clone());
+    }
+    let l = Lease {
+        flow: cx.flow.clone(),
+        stream: cx.stream.clone(),
+        from_stream: held
+            .as_ref()
+            .and_then(|l| l.from_stream.clone())
+            .or(cx.recorded.clone()),
+        run_id: cx.run_id.clone(),
+        started_at: held
+            .as_ref()
+            .map_or_else(crate::time::now_rfc3339, |l| l.started_at.clone()),
+        resumed_from,
+        heartbeat: Heartbeat::from(&now),
+        ended_at: None,
+    };
+    leases.write(&l)?;
+    report.resumed = matches!(taken, Taken::Resumed { .. });
+    drop(lock);
+    Ok((taken, moved))
+}
+
+/// How `begin` judges a lease held by another run, at `now` on the boot clock.
+pub(super) fn judge<'a>(p: &'a Params, now: &'a BootTime) -> Judge<'a> {
+    Judge {
+        now,
+        grace: Duration::from_secs(p.lease_grace),
+        ended_runs: &p.ended_runs,
+    }
+}
+
+/// Releases a lease an interrupted run left, on an operator's word.
+pub(super) fn abandon(cx: &Context, inv: &Invocation) -> Result<(bool, String), FlowError> {
+    Ok(match &cx.lease {
+        None => (false, "no lease is held".to_string()),
+        // With a run_id, only that run's own lease is released, never another run's.
+        Some(l) if cx.p.run_id.as_ref().is_some_and(|id| *id != l.run_id) => (
+            false,
+            format!(
+                "the lease belongs to run {}, not this one; left as it is",
+                l.run_id
+            ),
+        ),
+        Some(l) => {
+            if !inv.check_mode {
+                remove_file(cx.leases.path())?;
+            }
+            (
+                true,
+                format!(
+                    "released the lease of the unfinished {} to {}",
+                    l.flow, l.stream
+                ),
+            )
+        }
+    })
+}
+
 /// A `begin` that failed after it took the lease, with nothing touched (no checkpoint of its
 /// flow), ends its run: the lease goes, so the next run is neither refused nor told to wait.
 pub(super) fn release_untouched(
-    cx: &super::Context,
+    cx: &Context,
     out: Result<Outcome, FlowError>,
 ) -> Result<Outcome, FlowError> {
     let failed = out.as_ref().map_or(true, |o| o.failed);
@@ -226,7 +317,10 @@ pub(super) fn release_untouched(
         // Both are said: the failure, and the lease left behind with how to release it.
         Err(e) => {
             let (o, why) = match out {
-                Ok(o) => (o.clone(), o.msg),
+                Ok(o) => {
+                    let why = o.msg.clone();
+                    (o, why)
+                }
                 Err(why) => (Outcome::default(), why.to_string()),
             };
             Ok(o.failed(format!(

@@ -27,7 +27,6 @@ use crate::state::{StateDir, StateError, atomic_write, read_optional, remove_fil
 use crate::systemd::Remembered;
 use serde::Deserialize;
 use std::path::PathBuf;
-use std::time::Duration;
 
 pub use crate::state::Lease;
 pub use lease::{Judge, Leases, Liveness, Taken};
@@ -236,7 +235,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowErro
                 cx.recorded.as_deref().unwrap_or("none recorded")
             ),
         ),
-        Action::Abandon => abandon(&cx, inv)?,
+        Action::Abandon => lease::abandon(&cx, inv)?,
         Action::End => cx.leases.end(&cx.run_id, p.recovered, inv)?,
         Action::Begin => return begin(&cx, inv, host, report),
         // Recording the stream a run reached is bookkeeping, not a change to the services, so
@@ -250,32 +249,6 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowErro
         }
     };
     Ok(Outcome::new(changed, msg).with_data(&report))
-}
-
-fn abandon(cx: &Context, inv: &Invocation) -> Result<(bool, String), FlowError> {
-    Ok(match &cx.lease {
-        None => (false, "no lease is held".to_string()),
-        // With a run_id, only that run's own lease is released, never another run's.
-        Some(l) if cx.p.run_id.as_ref().is_some_and(|id| *id != l.run_id) => (
-            false,
-            format!(
-                "the lease belongs to run {}, not this one; left as it is",
-                l.run_id
-            ),
-        ),
-        Some(l) => {
-            if !inv.check_mode {
-                remove_file(cx.leases.path())?;
-            }
-            (
-                true,
-                format!(
-                    "released the lease of the unfinished {} to {}",
-                    l.flow, l.stream
-                ),
-            )
-        }
-    })
 }
 
 /// Every check before anything is touched, then the lease; with `units`, the plan too, and
@@ -305,7 +278,7 @@ fn begin(
         flow,
         stream,
         run_id,
-        &judge(p, &host.clock.boot_time()?),
+        &lease::judge(p, &host.clock.boot_time()?),
     )?;
     if cx.kind != Some(Flow::Upgrade)
         && let Some(r) = &cx.recorded
@@ -351,7 +324,7 @@ fn begin(
     let how = if inv.check_mode {
         "all checks passed".to_string()
     } else {
-        let (taken, moved) = take_lease(cx, host, &mut report)?;
+        let (taken, moved) = lease::take(cx, host, &mut report)?;
         if moved {
             remembered.forget();
         }
@@ -446,65 +419,6 @@ fn after_lease(
     out.mask_also = planned.revealed;
     out.mask_also.extend(units.mask_also.iter().cloned());
     Ok(out)
-}
-
-/// The decision again, under the lock: another controller may have taken the lease since it
-/// was read. Then the archive is loaded and the lease written. Also says whether the host may
-/// have moved since the checks looked at it: another module held the lock first, or an archive
-/// was loaded.
-fn take_lease(cx: &Context, host: &Host, report: &mut Report) -> Result<(Taken, bool), FlowError> {
-    let p = cx.p;
-    let leases = &cx.leases;
-    let lock = leases.lock(&cx.run_id)?;
-    let moved = lock.waited() || p.image_archive.is_some();
-    let held = leases.read()?;
-    let now = host.clock.boot_time()?;
-    let taken = leases.decide(
-        held.as_ref(),
-        &cx.flow,
-        &cx.stream,
-        &cx.run_id,
-        &judge(p, &now),
-    )?;
-    if let Some(archive) = &p.image_archive {
-        report.loaded_images = host.podman.load_archive(archive)?;
-        checks::check_images(host, &p.images())?;
-    }
-    let mut resumed_from = held
-        .as_ref()
-        .map(|l| l.resumed_from.clone())
-        .unwrap_or_default();
-    if let Taken::Resumed { from, .. } = &taken {
-        resumed_from.push(from.clone());
-    }
-    let l = Lease {
-        flow: cx.flow.clone(),
-        stream: cx.stream.clone(),
-        from_stream: held
-            .as_ref()
-            .and_then(|l| l.from_stream.clone())
-            .or(cx.recorded.clone()),
-        run_id: cx.run_id.clone(),
-        started_at: held
-            .as_ref()
-            .map_or_else(crate::time::now_rfc3339, |l| l.started_at.clone()),
-        resumed_from,
-        heartbeat: crate::state::Heartbeat::from(&now),
-        ended_at: None,
-    };
-    leases.write(&l)?;
-    report.resumed = matches!(taken, Taken::Resumed { .. });
-    drop(lock);
-    Ok((taken, moved))
-}
-
-/// How `begin` judges a lease held by another run, at `now` on the boot clock.
-fn judge<'a>(p: &'a Params, now: &'a crate::time::BootTime) -> Judge<'a> {
-    Judge {
-        now,
-        grace: Duration::from_secs(p.lease_grace),
-        ended_runs: &p.ended_runs,
-    }
 }
 
 /// Records the stream and releases the lease: only the run that owns it may.
