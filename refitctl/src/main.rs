@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod deployment;
 mod diffs;
+mod ended;
 mod error;
 mod events;
 mod fleet;

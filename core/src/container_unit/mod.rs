@@ -78,6 +78,9 @@ pub struct Params {
     pub min_healthy_time: u64,
     pub max_parallel: u64,
     pub checkpoint: Option<String>,
+    /// The flow run this call is part of.
+    #[serde(default)]
+    pub run_id: Option<String>,
     pub quadlet_dir: PathBuf,
     pub systemd_dir: PathBuf,
     pub state_dir: PathBuf,
@@ -213,7 +216,11 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     let _lock = if inv.check_mode {
         None
     } else {
-        Some(state.lock(&format!("container_unit {}", names(&targets)))?)
+        Some(state.lock_for_run(
+            &format!("container_unit {}", names(&targets)),
+            p.run_id.as_deref(),
+            host.clock,
+        )?)
     };
     let settings = Settings {
         rollback: p.rollback,
