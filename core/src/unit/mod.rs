@@ -2,6 +2,8 @@
 //! revision hash. Pure code: it reads and writes no files.
 
 pub mod file;
+#[cfg(test)]
+mod grammar_tests;
 pub mod name;
 pub mod render;
 pub mod revision;

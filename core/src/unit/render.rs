@@ -74,7 +74,7 @@ pub fn render(
     secret_name: SecretNamer<'_>,
 ) -> Result<RenderedUnit, RenderError> {
     let mut unit = match &opts.content {
-        Some(text) => UnitFile::parse(text)?,
+        Some(text) => writable(UnitFile::parse(text)?)?,
         None => structured(opts, secret_name)?,
     };
     // `Wants=`, not `Requires=`: systemd propagates a restart along Requires=, BindsTo=,
@@ -105,6 +105,28 @@ pub fn render(
         .ok_or(RenderError::NoImage)?;
     let image = ImageRef::parse(image)?;
     Ok(RenderedUnit { unit, image })
+}
+
+/// The parsed `content`, if refit can write each of its values back as it read it: a value
+/// that ends in a backslash or in white space (only the file's last line can hold one) would
+/// join the next line, or lose its end, once written.
+fn writable(unit: UnitFile) -> Result<UnitFile, RenderError> {
+    for s in &unit.sections {
+        for (k, v) in &s.entries {
+            let why = if v.ends_with('\\') {
+                Unrepresentable::TrailingBackslash
+            } else if v.trim_end() != v {
+                Unrepresentable::Padding
+            } else {
+                continue;
+            };
+            return Err(RenderError::Value {
+                param: format!("content [{}] {k}=", s.name),
+                why,
+            });
+        }
+    }
+    Ok(unit)
 }
 
 fn structured(o: &ContainerOptions, secret_name: SecretNamer<'_>) -> Result<UnitFile, RenderError> {
