@@ -1,6 +1,7 @@
 //! The quadlet `.container` unit model: names, parsing and rendering, canonical text and the
 //! revision hash. Pure code: it reads and writes no files.
 
+pub mod dropins;
 pub mod file;
 #[cfg(test)]
 mod grammar_tests;
