@@ -58,6 +58,10 @@ wait "$bed_pid" || bed_rc=$?
 cat "$bed_log"
 [ "$bed_rc" -eq 0 ] || exit "$bed_rc"
 eval "$(tests/testbed/testbed.sh env)"
+# podman's own quadlet e2e files, read by refit and by the test hosts' quadlet (from the root
+# file system the testbed just built): about a minute.
+step "quadlet conformance (tests/conformance)"
+timed conformance tests/conformance/run.sh
 step "collection and refitctl"
 timed collection make --no-print-directory collection refitctl
 in_lane make --no-print-directory -s collection-install
