@@ -8,6 +8,8 @@
 //! It needs a real quadlet: `REFIT_QUADLET` names the program (tests/conformance/run.sh sets
 //! it to the test hosts' podman 5.4). Run it with `cargo test -p refit-core --test
 //! conformance -- --ignored`; `make test` does.
+// The suite's report is its counts on stdout, for the README and the reviewer.
+#![allow(clippy::print_stdout)]
 
 use refit_core::quadlet::{Quadlet, QuadletAt, QuadletError};
 use refit_core::unit::UnitFile;
