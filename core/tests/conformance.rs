@@ -1,5 +1,6 @@
-//! The quadlet conformance suite: every unit of podman's own quadlet e2e files
-//! (tests/conformance/corpus) goes through refit's parse and render, then quadlet's dry run on
+//! The quadlet conformance suite: every unit of podman's own quadlet e2e files (the peer suite
+//! beside the checkout, `../shared/quadlet-corpus/podman-e2e`, or `REFIT_QUADLET_CORPUS`; it is
+//! test data the project reads in place and does not ship) goes through refit's parse and render, then quadlet's dry run on
 //! the original and on refit's text, and through refit's quadlet gate. A file quadlet accepts
 //! must pass the gate and generate the same services from refit's text; a file quadlet
 //! rejects must be refused by the gate with quadlet's own message; a crash of quadlet must be
@@ -29,7 +30,10 @@ const KINDS: &[&str] = &[
 ];
 
 fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/conformance/corpus")
+    match std::env::var_os("REFIT_QUADLET_CORPUS") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/quadlet-corpus/podman-e2e"),
+    }
 }
 
 /// What quadlet made of one unit.
