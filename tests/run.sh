@@ -70,6 +70,10 @@ eval "$(tests/testbed/testbed.sh env)"
 # The callback and the action plugins import ansible: the testbed's venv, now on PATH, has it.
 step "Python unit tests (tests/unit/python)"
 timed python-unit python3 -m unittest discover -s tests/unit/python -t tests/unit/python
+# podman's own quadlet e2e files, read by refit and by the test hosts' quadlet (from the root
+# file system the testbed just built): about ten seconds.
+step "quadlet conformance (tests/conformance)"
+timed conformance tests/conformance/run.sh
 step "collection and refitctl"
 timed collection make --no-print-directory collection refitctl
 in_lane make --no-print-directory -s collection-install

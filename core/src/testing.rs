@@ -420,3 +420,12 @@ where
         fake_time: clock.now() - start,
     }
 }
+
+/// Writes `text` to `rel` under `root`, creating the directories on the way.
+pub fn put_file(root: &std::path::Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    if let Some(parent) = p.parent() {
+        std::fs::create_dir_all(parent).expect("mkdir");
+    }
+    std::fs::write(p, text).expect("write");
+}

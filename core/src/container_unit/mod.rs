@@ -168,6 +168,8 @@ pub enum UnitError {
     Wait(#[from] WaitError),
     #[error(transparent)]
     Quadlet(#[from] crate::quadlet::QuadletError),
+    #[error(transparent)]
+    DropIn(#[from] crate::unit::dropins::DropInError),
 }
 
 impl UnitError {

@@ -20,7 +20,7 @@ const RUN_COUNT: usize = 16;
 
 /// What describes one unit.
 pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
-    OptionSpec::new("name", Kind::Str, "The unit, as C(hello), C(hello.container), or a template C(worker@). Give O(name) or O(units)."),
+    OptionSpec::new("name", Kind::Str, "The unit, as C(hello), C(hello.container), a template C(worker@), or an instance file C(report@daily), which holds a unit of its own (no template). Give O(name) or O(units)."),
     OptionSpec::new("image", Kind::Str, "The image reference, C(Image=).").aliases(&["image_ref"]),
     OptionSpec::new("exec", Kind::Str, "The command, C(Exec=)."),
     OptionSpec::new("volumes", Kind::List(Elem::Str), "C(Volume=) entries, C(SOURCE:DEST[:OPTIONS])."),
