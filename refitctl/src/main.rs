@@ -7,6 +7,7 @@ mod diffs;
 mod error;
 mod events;
 mod fleet;
+mod guard;
 mod history;
 mod json;
 mod memory;

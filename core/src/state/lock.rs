@@ -108,6 +108,18 @@ impl Lock {
         Ok(Lock { file, waited })
     }
 
+    /// Lets every child started from now on inherit the locked file, so the lock is held
+    /// until the last of them ends too: a holder killed outright leaves its child's work
+    /// covered. (An flock belongs to the open file, which the children share.)
+    pub fn share_with_children(&self) -> Result<(), LockError> {
+        rustix::io::fcntl_setfd(&self.file, rustix::io::FdFlags::empty()).map_err(|e| {
+            LockError::Io {
+                path: PathBuf::from("the lock's file descriptor"),
+                source: e.into(),
+            }
+        })
+    }
+
     /// Whether another holder had the lock when this one asked for it.
     pub fn waited(&self) -> bool {
         self.waited
@@ -127,6 +139,25 @@ fn holder_note(file: &mut File) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shared_lock_is_held_by_the_child_after_its_holder_let_go() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let p = d.path().join("lock");
+        let first = Lock::acquire(&p, "refitctl update", Duration::ZERO).expect("first");
+        first.share_with_children().expect("share");
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        // The holder is gone, as a SIGKILLed refitctl is; its child still works.
+        drop(first);
+        let held = Lock::acquire(&p, "refitctl update", Duration::ZERO);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(matches!(held, Err(LockError::Held { .. })), "{held:?}");
+        Lock::acquire(&p, "refitctl update", Duration::ZERO).expect("free once the child ended");
+    }
 
     #[test]
     fn a_second_holder_is_refused_with_the_first_named() {
