@@ -36,6 +36,7 @@ pub fn run(command: &Command, log: &RunLog) -> Result<Ending, CtlError> {
     let lock = StateDir::new(&state_dir).lock_at_once(&format!("refitctl {}", name(command)))?;
     lock.share_with_children()
         .map_err(refit_core::state::StateError::from)?;
+    crate::guard::remove_stale_events(&state_dir);
     let mut extra = Map::new();
     // Not remembered, like --limit: a canary is a choice for one run.
     if let Some(c) = &common.canary {

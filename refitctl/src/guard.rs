@@ -8,6 +8,24 @@ use crate::memory::Parameters;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
+/// How the events file of a run starts: one left behind is a killed run's.
+pub const EVENTS_PREFIX: &str = ".events-";
+
+/// Removes the events files of killed runs. Called with the lock held, which every run holds
+/// until its ansible-playbook ends too, so no run still writes one of them.
+pub fn remove_stale_events(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let stale = e.file_name().to_string_lossy().starts_with(EVENTS_PREFIX)
+            && e.file_type().is_ok_and(|t| t.is_file());
+        if stale {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
 /// Refuses a stream, `--serial` or revision that is not plain, before anything runs.
 pub fn inputs(command: &Command, params: &Parameters) -> Result<(), CtlError> {
     let to = match command {
@@ -206,6 +224,16 @@ mod tests {
         };
         let err = inputs(&upgrade("1"), &old).expect_err("relative");
         assert!(err.to_string().contains("inventory"), "{err}");
+    }
+
+    #[test]
+    fn a_killed_run_s_events_file_is_removed_and_nothing_else() {
+        let d = tempfile::tempdir().expect("tmp");
+        std::fs::write(d.path().join(".events-abc123"), "{}").expect("write");
+        std::fs::write(d.path().join(crate::memory::FILE), "{}").expect("write");
+        remove_stale_events(d.path());
+        assert!(!d.path().join(".events-abc123").exists());
+        assert!(d.path().join(crate::memory::FILE).exists());
     }
 
     #[test]

@@ -44,8 +44,10 @@ impl Invocation<'_> {
             return Err(CtlError::NoDeployment(deployment.clone()));
         }
         let inventory = self.inventory()?;
-        let events =
-            tempfile::NamedTempFile::new_in(self.state_dir).map_err(|e| CtlError::StateDir {
+        let events = tempfile::Builder::new()
+            .prefix(crate::guard::EVENTS_PREFIX)
+            .tempfile_in(self.state_dir)
+            .map_err(|e| CtlError::StateDir {
                 path: self.state_dir.to_path_buf(),
                 detail: e.to_string(),
             })?;
