@@ -19,6 +19,7 @@ fn thread_cpu_seconds() -> f64 {
 
 #[test]
 #[ignore = "a benchmark: bench/plan_bench.py runs it"]
+#[allow(clippy::print_stdout)] // The figure is the bench's output, read by bench/plan_bench.py.
 fn plan_units() {
     let n: usize = std::env::var("REFIT_PLAN_UNITS")
         .ok()
