@@ -32,7 +32,9 @@ const KINDS: &[&str] = &[
 fn corpus() -> PathBuf {
     match std::env::var_os("REFIT_QUADLET_CORPUS") {
         Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/quadlet-corpus/podman-e2e"),
+        None => {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/quadlet-corpus/podman-e2e")
+        }
     }
 }
 

@@ -18,41 +18,87 @@ fn cases(key: &str) -> Vec<Value> {
     all[key].as_array().cloned().expect("a list of cases")
 }
 
-/// Runs `module` on each case's args, on a host with no podman socket, and checks its message.
-fn refuse_all(module: &str, key: &str) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut wrong = Vec::new();
-    for case in cases(key) {
-        let mut args = json!({
-            "quadlet_dir": dir.path().join("quadlet"),
-            "state_dir": dir.path().join("state"),
-            "podman_socket": "/nonexistent/podman.sock",
-        });
-        for (k, v) in case["args"].as_object().expect("args") {
-            args[k] = v.clone();
-        }
-        let path = dir.path().join("args.json");
-        std::fs::write(&path, args.to_string()).expect("write args");
-        let out = Command::cargo_bin(module)
-            .expect("binary")
-            .arg(&path)
-            .output()
-            .expect("run");
-        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-        let result: Value = serde_json::from_str(&stdout).unwrap_or_default();
-        let msg = result["msg"].as_str().unwrap_or_default();
-        let needle = case["msg"].as_str().expect("msg");
-        if result["failed"] != json!(true) || !msg.contains(needle) || stdout.contains(SECRET) {
-            wrong.push(format!(
-                "{}\n  wanted {needle:?}\n  got    {stdout}",
-                case["args"]
+/// What a dir holds: each path under it with its type, mode and content, to compare.
+fn snapshot(dir: &std::path::Path) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            out.push(format!("{} absent", d.display()));
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let m = std::fs::symlink_metadata(&p).expect("stat");
+            let content = if m.is_file() {
+                std::fs::read_to_string(&p).unwrap_or_default()
+            } else {
+                todo.push(p.clone());
+                String::new()
+            };
+            out.push(format!(
+                "{} {:o} {content:?}",
+                p.display(),
+                m.permissions().mode()
             ));
         }
     }
+    out.sort();
+    out
+}
+
+/// Runs `module` on each case's args, on a host with no podman socket, and checks its message:
+/// once where the state and quadlet dirs are missing (none is made), once where they hold a
+/// unit and state (nothing in them changes, not even a lock or a key is added).
+fn refuse_all(module: &str, key: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let held = dir.path().join("held");
+    std::fs::create_dir_all(held.join("quadlet")).expect("mkdir");
+    std::fs::create_dir_all(held.join("state/units")).expect("mkdir");
+    std::fs::write(
+        held.join("quadlet/app.container"),
+        "[Container]\nImage=svc:1\n",
+    )
+    .expect("write");
+    std::fs::write(held.join("state/stream"), "1.0\n").expect("write");
+    let before = snapshot(&held);
+    let mut wrong = Vec::new();
+    for root in [dir.path().join("new"), held.clone()] {
+        for case in cases(key) {
+            let mut args = json!({
+                "quadlet_dir": root.join("quadlet"),
+                "state_dir": root.join("state"),
+                "podman_socket": "/nonexistent/podman.sock",
+            });
+            for (k, v) in case["args"].as_object().expect("args") {
+                args[k] = v.clone();
+            }
+            let path = dir.path().join("args.json");
+            std::fs::write(&path, args.to_string()).expect("write args");
+            let out = Command::cargo_bin(module)
+                .expect("binary")
+                .arg(&path)
+                .output()
+                .expect("run");
+            let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+            let result: Value = serde_json::from_str(&stdout).unwrap_or_default();
+            let msg = result["msg"].as_str().unwrap_or_default();
+            let needle = case["msg"].as_str().expect("msg");
+            if result["failed"] != json!(true) || !msg.contains(needle) || stdout.contains(SECRET) {
+                wrong.push(format!(
+                    "{}\n  wanted {needle:?}\n  got    {stdout}",
+                    case["args"]
+                ));
+            }
+        }
+    }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-    assert!(
-        !dir.path().join("state").exists() && !dir.path().join("quadlet").exists(),
-        "bad input created a dir"
+    assert!(!dir.path().join("new").exists(), "bad input created a dir");
+    assert_eq!(
+        snapshot(&held),
+        before,
+        "bad input changed the state or quadlet dir"
     );
 }
 

@@ -9,7 +9,8 @@ here a call is one round trip: the arguments go on standard input to the copy th
 
 When the host has no copy (the first run of a release there), Ansible's own path runs the
 module, which then keeps a copy of itself (not in check mode). A copy is only ever used under
-the name of its own SHA-256, so a new release never runs an old binary. Without pipelining
+the name of its own SHA-256, and only when nobody but the user it runs as could have put it there
+(plugin_utils/kept_copy.py), so a new release never runs an old binary, nor anyone a planted one. Without pipelining
 (`become` with a method or setting that cannot pass standard input), Ansible's own path runs
 every call, and so does every call of a play that sets `refit_kept_modules: false`.
 """
@@ -23,6 +24,7 @@ import shlex
 
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
 from ansible.vars.clean import remove_internal_keys
 
@@ -31,12 +33,10 @@ try:  # ansible-core 2.19 and newer: module arguments and results pass through a
 except ImportError:  # older cores: plain JSON
     Direction = get_module_decoder = get_module_encoder = None
 
-# Where the host keeps the copies: root's, made 0700 by the module (core/src/ansible/keep.rs).
-CACHE_DIR = "/var/cache/refit/modules"
-# What the host's shell says first, so a call that never reached it is told from a module's.
-STARTED = "refit: kept copy lookup"
-# What the host answers when it has no copy of this binary.
-NOT_KEPT = "refit: no kept copy of this module"
+from ansible_collections.refit.containers.plugins.plugin_utils.kept_copy import answer, kept_script
+
+display = Display()
+
 # Binary modules' serialization profile on ansible-core 2.19.
 PROFILE = "legacy"
 
@@ -89,21 +89,18 @@ class CachedBinaryAction(ActionBase):
         args = dict(self._task.args)
         self._update_module_args(module, args, task_vars)
         encoder = get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE) if get_module_encoder else None
-        script = 'echo %s; m=%s; [ -x "$m" ] && exec "$m" -; echo %s' % (
-            shlex.quote(STARTED),
-            shlex.quote("%s/%s" % (CACHE_DIR, kept_as)),
-            shlex.quote(NOT_KEPT),
-        )
+        binary, digest = kept_as.rsplit("-", 1)
+        script = kept_script(binary, digest)
         cmd = ("%s /bin/sh -c %s" % (self._compute_environment_string(), shlex.quote(script))).strip()
         res = self._low_level_execute_command(cmd, sudoable=True, in_data=json.dumps(args, cls=encoder).encode())
-        out = res.get("stdout", "")
         # A host whose shell never ran (gone, or refusing the login) takes Ansible's own path,
         # which tells unreachable from failed as for any module.
-        if not out.startswith(STARTED):
+        said, rest = answer(res.get("stdout", ""))
+        if said == "refused":
+            display.v("refit: %s: the kept copy %s; Ansible's own path runs %s" % (self._play_context.remote_addr, rest, module))
+        if said != "ran":
             return None
-        res["stdout"] = out[len(STARTED):].lstrip("\r\n")
-        if res["stdout"].strip() == NOT_KEPT:
-            return None
+        res["stdout"] = rest
         if get_module_decoder:
             data = self._parse_returned_data(res, PROFILE)
         else:

@@ -24,14 +24,19 @@ pub fn run(command: &Command, log: &RunLog) -> Result<Ending, CtlError> {
             | Command::History { json: true, .. }
     );
     let state_dir = state_dir(common);
-    std::fs::create_dir_all(&state_dir).map_err(|e| CtlError::StateDir {
-        path: state_dir.clone(),
-        detail: e.to_string(),
-    })?;
+    let common = &crate::guard::absolute_flags(common)?;
+    crate::guard::trusted_state_dir(&state_dir)?;
     let remembered = Parameters::load(&state_dir)?;
     let mut params = remembered.overlay(common)?;
-    // One refitctl at a time per state dir; the modules lock each host on their own.
-    let _lock = StateDir::new(&state_dir).lock_at_once(&format!("refitctl {}", name(command)))?;
+    crate::guard::inputs(command, &params)?;
+    crate::guard::make_state_dir(&state_dir)?;
+    // One refitctl at a time per state dir; the modules lock each host on their own. The
+    // ansible-playbook it starts holds the lock too, so a refitctl killed outright cannot let
+    // a second one start beside the run it left going.
+    let lock = StateDir::new(&state_dir).lock_at_once(&format!("refitctl {}", name(command)))?;
+    lock.share_with_children()
+        .map_err(refit_core::state::StateError::from)?;
+    crate::guard::remove_stale_events(&state_dir);
     let mut extra = Map::new();
     // Not remembered, like --limit: a canary is a choice for one run.
     if let Some(c) = &common.canary {

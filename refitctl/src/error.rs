@@ -34,6 +34,16 @@ pub enum CtlError {
         .0.name()
     )]
     Interrupted(crate::signals::Interrupt),
+    #[error("{what} {value:?} is refused: it must be {want}")]
+    BadInput {
+        what: &'static str,
+        value: String,
+        want: &'static str,
+    },
+    #[error(
+        "the remembered {what} {path} is a relative path, which would be read from whatever dir refitctl runs in; pass it again (refitctl remembers it absolute), or --forget it"
+    )]
+    RelativePath { what: &'static str, path: PathBuf },
     #[error(transparent)]
     Deployment(#[from] crate::deployment::DeploymentError),
     #[error(transparent)]

@@ -9,6 +9,7 @@ mod ended;
 mod error;
 mod events;
 mod fleet;
+mod guard;
 mod history;
 mod json;
 mod memory;

@@ -7,7 +7,7 @@ use refit_core::state::{read_json, write_json};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-const FILE: &str = "parameters.json";
+pub const FILE: &str = "parameters.json";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Parameters {

@@ -45,8 +45,10 @@ impl Invocation<'_> {
         }
         crate::deployment::check(deployment)?;
         let inventory = self.inventory()?;
-        let events =
-            tempfile::NamedTempFile::new_in(self.state_dir).map_err(|e| CtlError::StateDir {
+        let events = tempfile::Builder::new()
+            .prefix(crate::guard::EVENTS_PREFIX)
+            .tempfile_in(self.state_dir)
+            .map_err(|e| CtlError::StateDir {
                 path: self.state_dir.to_path_buf(),
                 detail: e.to_string(),
             })?;

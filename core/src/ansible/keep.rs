@@ -43,18 +43,35 @@ fn keep(exe: &Path, module: &str, name: &str, dir: &Path) -> Result<bool, KeepEr
                     .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
         })
         .ok_or_else(|| KeepError::Name(name.to_string()))?;
-    let path = dir.join(name);
-    if path.symlink_metadata().is_ok_and(|m| m.is_file()) {
-        return Ok(false);
-    }
     let bytes = std::fs::read(exe).map_err(|e| KeepError::Io(e.to_string()))?;
     let ours = format!("{:x}", Sha256::digest(&bytes));
     if ours != digest {
         return Err(KeepError::Digest(name.to_string()));
     }
     own_dir(dir)?;
+    let path = dir.join(name);
+    if sound_copy(&path, &bytes) {
+        return Ok(false);
+    }
+    // Something else under the name (a symlink, another's file, other bytes): the action
+    // refused to run it, and a fresh copy replaces it, never written through it.
+    if path.symlink_metadata().is_ok() {
+        std::fs::remove_file(&path).map_err(|e| KeepError::Io(e.to_string()))?;
+    }
     atomic_write(&path, &bytes, 0o700).map_err(|e| KeepError::Io(e.to_string()))?;
     Ok(true)
+}
+
+/// Whether `path` is a copy the action runs: a regular file of this user, writable by nobody
+/// else, holding these very bytes (kept_copy.py checks the same on the host).
+fn sound_copy(path: &Path, bytes: &[u8]) -> bool {
+    let Ok(m) = path.symlink_metadata() else {
+        return false;
+    };
+    m.is_file()
+        && m.uid() == rustix::process::geteuid().as_raw()
+        && m.permissions().mode() & 0o022 == 0
+        && std::fs::read(path).is_ok_and(|held| held == bytes)
 }
 
 /// The directory, made 0700 if missing; one that anyone but its owner could write to, or that
@@ -99,6 +116,40 @@ mod tests {
         let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
         assert_eq!(mode(&dir.join(&name)), 0o700);
         assert_eq!(mode(&dir), 0o700);
+    }
+
+    #[test]
+    fn a_symlink_another_binary_or_an_open_file_under_the_name_is_replaced() {
+        let d = tempfile::tempdir().expect("tmp");
+        let dir = d.path().join("modules");
+        let (exe, name) = binary(d.path());
+        let target = d.path().join("planted");
+        std::fs::write(&target, "#!/bin/sh\necho planted\n").expect("write");
+        let plant: [&dyn Fn(&Path); 3] = [
+            &|p| std::os::unix::fs::symlink(&target, p).expect("link"),
+            &|p| std::fs::write(p, "other bytes").expect("write"),
+            &|p| {
+                std::fs::write(p, BINARY).expect("write");
+                std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+            },
+        ];
+        for (i, planted) in plant.iter().enumerate() {
+            own_dir(&dir).expect("dir");
+            let kept = dir.join(&name);
+            let _ = std::fs::remove_file(&kept);
+            planted(&kept);
+            assert!(keep(&exe, "mod", &name, &dir).expect("kept"), "case {i}");
+            let m = kept.symlink_metadata().expect("stat");
+            assert!(
+                m.is_file() && m.permissions().mode() & 0o777 == 0o700,
+                "case {i}"
+            );
+            assert_eq!(std::fs::read(&kept).expect("read"), BINARY, "case {i}");
+        }
+        assert_eq!(
+            std::fs::read(&target).expect("read"),
+            b"#!/bin/sh\necho planted\n"
+        );
     }
 
     #[test]

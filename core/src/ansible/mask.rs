@@ -3,7 +3,7 @@
 //! A value equal to a secret becomes `VALUE_SPECIFIED_IN_NO_LOG_PARAMETER`, as Ansible does;
 //! a secret inside a longer string (a unit file in a diff, say) becomes `********`.
 
-use super::spec::{Kind, OptionSpec};
+use super::spec::OptionSpec;
 use serde_json::{Map, Value};
 
 pub const MASKED_VALUE: &str = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER";
@@ -19,10 +19,16 @@ pub fn secrets(options: &[OptionSpec], params: &Map<String, Value>) -> Vec<Strin
         if o.no_log {
             collect_strings(v, &mut out);
         } else if !o.suboptions.is_empty() {
-            for item in v.as_array().into_iter().flatten() {
-                if let Some(m) = item.as_object() {
-                    out.extend(secrets(o.suboptions, m));
-                }
+            // A list of dicts, or one dict (a migration's `backup`), each with its own options.
+            let one = v.as_object().into_iter();
+            for m in v
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_object)
+                .chain(one)
+            {
+                out.extend(secrets(o.suboptions, m));
             }
         }
     }
@@ -96,11 +102,15 @@ pub fn masked_args(options: &[OptionSpec], params: &Map<String, Value>) -> Map<S
         };
         if o.no_log {
             *v = Value::from(MASKED_VALUE);
-        } else if !o.suboptions.is_empty() && matches!(o.kind, Kind::List(_)) {
-            for item in v.as_array_mut().into_iter().flatten() {
-                if let Some(m) = item.as_object_mut() {
-                    *m = masked_args(o.suboptions, m);
+        } else if !o.suboptions.is_empty() {
+            match v {
+                Value::Array(items) => {
+                    for m in items.iter_mut().filter_map(Value::as_object_mut) {
+                        *m = masked_args(o.suboptions, m);
+                    }
                 }
+                Value::Object(m) => *m = masked_args(o.suboptions, m),
+                _ => {}
             }
         }
     }
@@ -132,6 +142,26 @@ mod tests {
         assert_eq!(
             v,
             json!({"diff": {"before": r#"Environment="PW=********""#}})
+        );
+    }
+
+    #[test]
+    fn a_no_log_option_in_a_dict_within_a_list_is_masked() {
+        let params = json!({"migrations": [{"unit": "api", "backup": {
+            "image": "pg:17", "env": {"PGUSER": "pulp"}, "secret_env": {"PGPASSWORD": "hunter22"},
+        }}]});
+        let params = params.as_object().expect("object");
+        let options = &crate::migrate::spec::SPEC.options;
+        assert_eq!(secrets(options, params), ["hunter22"]);
+        let args = Value::Object(masked_args(options, params));
+        assert_eq!(
+            args["migrations"][0]["backup"]["secret_env"],
+            json!(MASKED_VALUE),
+            "{args}"
+        );
+        assert_eq!(
+            args["migrations"][0]["backup"]["env"],
+            json!({"PGUSER": "pulp"})
         );
     }
 }

@@ -86,8 +86,17 @@ pub struct OptionSpec {
     pub suboptions: &'static [OptionSpec],
     /// What holds among the suboptions of each element, checked like a module's own rules.
     pub entry_rules: Rules,
+    /// For `Int` options, the largest value validation accepts: every count and duration is
+    /// bounded, so no arithmetic on it can overflow.
+    pub max: i64,
     pub description: &'static str,
 }
+
+/// The bound of an `Int` option that sets none of its own: a billion seconds, milliseconds or
+/// units is far beyond any real use, and far inside what a clock or a counter holds.
+pub const INT_MAX: i64 = 1_000_000_000;
+/// The bound of every timeout, in seconds: a week.
+pub const TIMEOUT_MAX: i64 = 7 * 24 * 3600;
 
 impl OptionSpec {
     /// An optional option with no default; set the rest with the builder methods.
@@ -102,8 +111,13 @@ impl OptionSpec {
             no_log: false,
             suboptions: &[],
             entry_rules: Rules::NONE,
+            max: INT_MAX,
             description,
         }
+    }
+    pub const fn max(mut self, max: i64) -> Self {
+        self.max = max;
+        self
     }
     pub const fn required(mut self) -> Self {
         self.required = true;

@@ -31,6 +31,8 @@ pub enum ParamError {
     /// revisions): a negative one is a mistake, named here rather than by the typed read after.
     #[error("value of {0} must be 0 or more, got: {1}")]
     Negative(String, i64),
+    #[error("value of {0} must be at most {2}, got: {1}; give a smaller value")]
+    TooLarge(String, i64, i64),
     #[error("value of {name} must be one of: {choices}, got: {got}")]
     Choice {
         name: String,
@@ -192,6 +194,9 @@ fn coerce(name: &str, o: &OptionSpec, v: &Value) -> Result<Value, ParamError> {
                 .ok_or_else(|| type_err("int", format!("{v} cannot be converted to an int")))?;
             if n < 0 {
                 return Err(ParamError::Negative(name.to_string(), n));
+            }
+            if n > o.max {
+                return Err(ParamError::TooLarge(name.to_string(), n, o.max));
             }
             Value::from(n)
         }
@@ -382,6 +387,24 @@ mod tests {
             json!({"flow": "update", "stream": "1.0", "min_healthy_time": -1}),
         );
         assert_eq!(msg, "value of min_healthy_time must be 0 or more, got: -1");
+    }
+
+    #[test]
+    fn a_timeout_past_its_bound_is_refused_by_name() {
+        let units = &crate::container_unit::spec::SPEC;
+        let msg = refusal(units, json!({"name": "a", "image": "a:1", "timeout": 1e30}));
+        assert!(
+            msg.starts_with("value of timeout must be at most 604800"),
+            "{msg}"
+        );
+        let counts = refusal(
+            units,
+            json!({"name": "a", "image": "a:1", "keep_revisions": 1e12}),
+        );
+        assert!(
+            counts.starts_with("value of keep_revisions must be at most"),
+            "{counts}"
+        );
     }
 
     /// An entry of a list is held to its own rules, and the refusal names the entry.

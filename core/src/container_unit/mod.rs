@@ -391,6 +391,8 @@ pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, UnitError> {
 #[cfg(test)]
 mod apply_tests;
 #[cfg(test)]
+mod plan_bench;
+#[cfg(test)]
 mod retention_tests;
 #[cfg(test)]
 mod rollback_tests;

@@ -43,7 +43,7 @@ impl SecretKey {
     /// nothing it names is created.
     pub fn load(state: &StateDir, create: bool) -> Result<Self, StateError> {
         let path = state.secret_key_file();
-        match std::fs::read_to_string(&path) {
+        match read_private(&path)? {
             Ok(text) => parse_key(&text).ok_or(StateError::Corrupt {
                 path,
                 detail: "the secret key is not 64 hex digits".into(),
@@ -68,6 +68,53 @@ impl SecretKey {
             Err(e) => Err(io_err("read", &path)(e)),
         }
     }
+}
+
+/// The key file's text, read without following a symlink; a key that is not a plain file of
+/// this user, unreadable by everyone else, is refused: whoever reads it can test guesses of
+/// every secret value. The inner result is the open's own (NotFound: no key yet).
+fn read_private(path: &std::path::Path) -> Result<std::io::Result<String>, StateError> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let mut file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+            return Err(StateError::Symlink(path.to_path_buf()));
+        }
+        Err(e) => return Ok(Err(e)),
+    };
+    let m = file.metadata().map_err(io_err("inspect", path))?;
+    let me = rustix::process::geteuid().as_raw();
+    let detail = if !m.is_file() {
+        Some("not a plain file".to_string())
+    } else if m.uid() != me {
+        Some(format!(
+            "owned by uid {}, not by uid {me} that runs refit",
+            m.uid()
+        ))
+    } else if m.mode() & 0o077 != 0 {
+        Some(format!(
+            "readable or writable by others (mode {:o})",
+            m.mode() & 0o7777
+        ))
+    } else {
+        None
+    };
+    if let Some(detail) = detail {
+        return Err(StateError::NotPrivate {
+            path: path.to_path_buf(),
+            detail: format!(
+                "a secret key {detail}; make it 0600 and root's, or remove it and redeploy every unit with secret_env"
+            ),
+        });
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text)
+        .map_err(io_err("read", path))?;
+    Ok(Ok(text))
 }
 
 fn parse_key(text: &str) -> Option<SecretKey> {
@@ -349,5 +396,26 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_key_behind_a_symlink_or_readable_by_others_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().expect("tempdir");
+        let state = StateDir::new(d.path().join("state"));
+        SecretKey::load(&state, true).expect("created");
+        let key = state.secret_key_file();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let err = SecretKey::load(&state, false)
+            .err()
+            .expect("open key refused");
+        assert!(
+            err.to_string().contains("readable or writable by others"),
+            "{err}"
+        );
+        std::fs::rename(&key, d.path().join("elsewhere")).expect("move");
+        std::os::unix::fs::symlink(d.path().join("elsewhere"), &key).expect("link");
+        let err = SecretKey::load(&state, false).err().expect("link refused");
+        assert!(matches!(err, StateError::Symlink(_)), "{err}");
     }
 }

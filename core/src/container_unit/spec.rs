@@ -136,7 +136,7 @@ const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
         "Restore the previous revision when the new one does not converge.",
     )
     .default(Default::Bool(true)),
-    OptionSpec::new("timeout", Kind::Int, "Seconds to wait for each batch of a unit to converge, and the bound of each image pull.").default(Default::Int(120)),
+    OptionSpec::new("timeout", Kind::Int, "Seconds to wait for each batch of a unit to converge, and the bound of each image pull.").default(Default::Int(120)).max(crate::ansible::spec::TIMEOUT_MAX),
     OptionSpec::new(
         "min_healthy_time",
         Kind::Int,

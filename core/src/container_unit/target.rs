@@ -9,7 +9,7 @@ use crate::unit::dropins::{DropIn, revision_with};
 use crate::unit::render::RenderError;
 use crate::unit::revision::with_revision_label;
 use crate::unit::{ContainerOptions, UnitFile, UnitName, render};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 
 /// A validated request for one unit file, before anything on the host is touched.
@@ -141,25 +141,34 @@ pub fn targets(p: &Params, key: &super::secrets::SecretKey) -> Result<Vec<Target
         out.push(t);
     }
     let names: Vec<String> = out.iter().map(|t| t.name.file_name()).collect();
-    let order = crate::order::topo(&names, |n| {
-        let Some(t) = out.iter().find(|t| t.name.file_name() == n) else {
-            return Vec::new();
-        };
-        out.iter()
-            .filter(|o| {
-                o.services().iter().any(|s| t.after.contains(s))
-                    || t.after.contains(&o.name.service())
-            })
-            .map(|o| o.name.file_name())
-            .collect()
-    });
-    let mut ordered = Vec::with_capacity(out.len());
-    for n in order {
-        if let Some(i) = out.iter().position(|t| t.name.file_name() == n) {
-            ordered.push(out.swap_remove(i));
+    // Which unit file runs each service, so each unit's dependencies are found by lookup,
+    // not by comparing every pair of units.
+    let mut runs: HashMap<String, usize> = HashMap::new();
+    for (i, t) in out.iter().enumerate() {
+        for s in t.services().into_iter().chain([t.name.service()]) {
+            runs.entry(s).or_insert(i);
         }
     }
-    Ok(ordered)
+    let by_name: HashMap<&str, usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    let order = crate::order::topo(&names, |n| {
+        let Some(t) = by_name.get(n).map(|&i| &out[i]) else {
+            return Vec::new();
+        };
+        t.after
+            .iter()
+            .filter_map(|s| runs.get(s))
+            .map(|&i| names[i].clone())
+            .collect()
+    });
+    let mut slots: Vec<Option<Target>> = out.into_iter().map(Some).collect();
+    Ok(order
+        .iter()
+        .filter_map(|n| by_name.get(n.as_str()).and_then(|&i| slots[i].take()))
+        .collect())
 }
 
 fn given_top_level(u: &UnitParams) -> Option<&'static str> {

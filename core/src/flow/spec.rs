@@ -77,7 +77,7 @@ pub static OPTIONS: &[OptionSpec] = &[
     )
     .choices(&["always", "missing", "never"]),
     OptionSpec::new("auth_file", Kind::Path, crate::container_unit::spec::AUTH_FILE_DOC),
-    OptionSpec::new("timeout", Kind::Int, "Seconds a pull or a migration's check command may take.").default(Default::Int(300)),
+    OptionSpec::new("timeout", Kind::Int, "Seconds a pull or a migration's check command may take.").default(Default::Int(300)).max(crate::ansible::spec::TIMEOUT_MAX),
     // The flow's later calls take these; `begin` judges them, by `container_unit`'s own spec,
     // so a bad value is refused before the host is touched and not in the start phase.
     OptionSpec::new(

@@ -12,7 +12,10 @@
 
 use crate::host::Host;
 use crate::podman::{Finished, ImageRef, OneOff};
-use crate::state::{StateDir, StateError, is_plain_name, read_json, remove_file, write_json};
+use crate::state::{
+    StateDir, StateError, is_plain_name, narrow_tree, private_dir, read_json, remove_file,
+    write_json,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -33,6 +36,10 @@ pub struct Backup {
     pub network: Option<String>,
     #[serde(default)]
     pub env: Map<String, Value>,
+    /// Passed to the backup and restore containers like `env`, but masked in every result and
+    /// never written to a file: a restore takes the values from its own call.
+    #[serde(default)]
+    pub secret_env: Map<String, Value>,
     pub command: Vec<String>,
     pub restore_command: Vec<String>,
     #[serde(default = "default_stream")]
@@ -58,7 +65,22 @@ struct Listed {
     #[serde(flatten)]
     taken: Taken,
     stamp: PathBuf,
+    /// The migration as the deployment names it, whose `backup` gives a restore the values
+    /// of the variables `taken.env` names.
+    #[serde(default)]
+    migration: String,
 }
+
+/// The migration a backup is taken for: its source, its name in the deployment, its stamp.
+pub struct For<'a> {
+    pub source: &'a str,
+    pub migration: &'a str,
+    pub stamp: &'a Path,
+}
+
+/// The environment each migration's backup gives its containers (`NAME=VALUE`), by the
+/// migration's name: taken from the call, since no value is ever stored.
+pub type EnvByMigration = HashMap<String, Vec<String>>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BackupError {
@@ -90,6 +112,17 @@ pub enum BackupError {
         dir: String,
         tail: String,
     },
+    #[error(
+        "{source_name}: the backup in {dir} needs the variables {names:?}, and no migration {migration:?} with a backup in this call gives them; pass the run's migrations, as the flow's recovery does"
+    )]
+    EnvGone {
+        source_name: String,
+        dir: String,
+        migration: String,
+        names: Vec<String>,
+    },
+    #[error("{0} is not a variable name; use letters, digits and '_', not starting with a digit")]
+    EnvName(String),
     #[error("{what} timed out after {secs} s; the container was killed and removed")]
     Timeout { what: String, secs: u64 },
     #[error(transparent)]
@@ -113,9 +146,37 @@ impl Backup {
         if self.keep == 0 {
             return Err(BackupError::KeepZero);
         }
+        for (what, map) in [("env", &self.env), ("secret_env", &self.secret_env)] {
+            if let Some(k) = map.keys().find(|k| !crate::unit::render::is_env_name(k)) {
+                return Err(BackupError::EnvName(format!("{what}.{k}")));
+            }
+        }
         ImageRef::parse(&self.image)
             .map_err(|e| BackupError::BadImage(self.image.clone(), e.to_string()))?;
         Ok(())
+    }
+
+    /// The containers' environment, `NAME=VALUE`, secret values included.
+    pub fn env_words(&self) -> Vec<String> {
+        self.env
+            .iter()
+            .chain(&self.secret_env)
+            .map(|(k, v)| {
+                format!(
+                    "{k}={}",
+                    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+                )
+            })
+            .collect()
+    }
+
+    /// The names of the variables, what a record keeps.
+    fn env_names(&self) -> Vec<String> {
+        self.env
+            .keys()
+            .chain(self.secret_env.keys())
+            .cloned()
+            .collect()
     }
 }
 
@@ -141,43 +202,41 @@ pub fn forget_finished(
 /// and prunes its stream.
 pub fn take(
     b: &Backup,
-    source: &str,
-    stamp: &Path,
+    origin: &For,
     host: &Host,
     state: &StateDir,
     record: &str,
     timeout: Duration,
 ) -> Result<Taken, BackupError> {
     let t0 = Instant::now();
-    let stream_dir = state.ensure_parent(&state.backups_dir(&b.stream).join("record"))?;
-    let dir = new_dir(&stream_dir, source)?;
-    let env: Vec<String> = b
-        .env
-        .iter()
-        .map(|(k, v)| {
-            format!(
-                "{k}={}",
-                v.as_str().map_or_else(|| v.to_string(), str::to_string)
-            )
-        })
-        .collect();
+    let stream_dir = state.ensure_backups(&b.stream)?;
+    let dir = new_dir(&stream_dir, origin.source)?;
     let mut taken = Taken {
-        source: source.to_string(),
+        source: origin.source.to_string(),
         stream: b.stream.clone(),
         dir: dir.display().to_string(),
         image: b.image.clone(),
         volumes: b.volumes.clone(),
         network: b.network.clone(),
-        env,
+        env: b.env_names(),
         restore_command: b.restore_command.clone(),
         created_at: crate::time::now_rfc3339(),
         duration_ms: 0,
         size_bytes: 0,
     };
-    let rc = run(host, &taken, b.command.clone(), "backup", timeout)?;
+    let rc = run(
+        host,
+        &taken,
+        &b.env_words(),
+        b.command.clone(),
+        "backup",
+        timeout,
+    )?;
+    // The tool wrote under its own umask (pg_dump: 0644); the dump is root's alone.
+    narrow_tree(&dir)?;
     if rc.0 != 0 {
         return Err(BackupError::BackupFailed {
-            source_name: source.to_string(),
+            source_name: origin.source.to_string(),
             rc: rc.0,
             dir: taken.dir,
             tail: rc.1,
@@ -190,7 +249,8 @@ pub fn take(
     let mut list: Vec<Listed> = read_json(&list_file)?.unwrap_or_default();
     list.push(Listed {
         taken: taken.clone(),
-        stamp: stamp.to_path_buf(),
+        stamp: origin.stamp.to_path_buf(),
+        migration: origin.migration.to_string(),
     });
     write_json(&list_file, &list, 0o600)?;
     prune(&stream_dir, b.keep, &list)?;
@@ -217,6 +277,7 @@ pub fn restore(
     state: &StateDir,
     record: &str,
     stop_record: &Path,
+    envs: &EnvByMigration,
     timeout: Duration,
 ) -> Result<Vec<Taken>, BackupError> {
     let list_file = list_path(state, record);
@@ -224,8 +285,28 @@ pub fn restore(
         return Ok(Vec::new());
     }
     let list: Vec<Listed> = read_json(&list_file)?.unwrap_or_default();
-    for t in list.iter().rev().map(|l| &l.taken) {
-        let (rc, tail) = run(host, t, t.restore_command.clone(), "restore", timeout)?;
+    for l in list.iter().rev() {
+        let t = &l.taken;
+        let given = envs
+            .get(&l.migration)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let gives = |name: &String| {
+            given.iter().any(|w| {
+                w.strip_prefix(name.as_str())
+                    .is_some_and(|r| r.starts_with('='))
+            })
+        };
+        if !t.env.iter().all(gives) {
+            return Err(BackupError::EnvGone {
+                source_name: t.source.clone(),
+                dir: t.dir.clone(),
+                migration: l.migration.clone(),
+                names: t.env.clone(),
+            });
+        }
+        let env = given.to_vec();
+        let (rc, tail) = run(host, t, &env, t.restore_command.clone(), "restore", timeout)?;
         if rc != 0 {
             return Err(BackupError::RestoreFailed {
                 source_name: t.source.clone(),
@@ -246,6 +327,7 @@ pub fn restore(
 fn run(
     host: &Host,
     t: &Taken,
+    env: &[String],
     command: Vec<String>,
     what: &str,
     timeout: Duration,
@@ -255,7 +337,7 @@ fn run(
     let spec = OneOff {
         image: t.image.clone(),
         command,
-        env: t.env.clone(),
+        env: env.to_vec(),
         volumes,
         network: t.network.clone(),
         labels: HashMap::from([(
@@ -292,7 +374,7 @@ fn new_dir(stream_dir: &Path, source: &str) -> Result<PathBuf, StateError> {
         now.as_secs(),
         now.subsec_nanos()
     ));
-    std::fs::create_dir_all(&dir).map_err(crate::state::io_err("create", &dir))?;
+    private_dir(&dir)?;
     Ok(dir)
 }
 
@@ -330,237 +412,5 @@ fn prune(stream_dir: &Path, keep: usize, listed: &[Listed]) -> Result<(), StateE
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ansible::Invocation;
-    use crate::migrate::{Params, run};
-    use crate::testing::{FakeClock, FakePodman, FakeQuadlet, FakeRegistry, FakeSystemd};
-    use serde_json::json;
-
-    struct Bed {
-        dir: tempfile::TempDir,
-        podman: FakePodman,
-    }
-
-    impl Bed {
-        fn new() -> Bed {
-            let dir = tempfile::tempdir().expect("tempdir");
-            let q = dir.path().join("quadlet");
-            std::fs::create_dir_all(&q).expect("mkdir");
-            std::fs::write(q.join("api.container"), "[Container]\nImage=pulp:2\n").expect("write");
-            let mut podman = FakePodman::default();
-            podman.images.insert("pulp:2".into(), "img-2".into());
-            Bed { dir, podman }
-        }
-        fn state(&self) -> StateDir {
-            StateDir::new(self.dir.path().join("state"))
-        }
-        fn stop_record(&self) -> PathBuf {
-            self.dir.path().join("state/stops/upgrade.json")
-        }
-        /// One run_migrations call, as the flow makes it, with `extra` parameters.
-        fn call(
-            &self,
-            extra: serde_json::Value,
-        ) -> Result<crate::ansible::Outcome, crate::migrate::MigrateError> {
-            let mut a = json!({
-                "migrations": [{
-                    "unit": "api", "command": ["pulpcore-manager", "migrate"],
-                    "backup": {
-                        "image": "pg:17", "network": "host", "stream": "s3_122", "keep": 2,
-                        "command": ["pg_dump", "-f", "/backup/db.dump"],
-                        "restore_command": ["pg_restore", "/backup/db.dump"],
-                    },
-                }],
-                "stop_first": true, "stop_record": "upgrade", "timeout": 5,
-                "quadlet_dir": self.dir.path().join("quadlet"),
-                "state_dir": self.dir.path().join("state"), "podman_socket": "/none",
-            });
-            for (k, v) in extra.as_object().expect("object") {
-                a[k] = v.clone();
-            }
-            let p: Params = serde_json::from_value(a).expect("params");
-            // Loaded and stopped already: the stop has nothing to wait for, and records the set.
-            let mut systemd = FakeSystemd::with_active("api.service", "inv-1");
-            if let Some(u) = systemd.units.get_mut("api.service") {
-                u.props.insert("ActiveState".into(), "inactive".into());
-                u.props.insert("SubState".into(), "dead".into());
-            }
-            let (registry, clock) = (FakeRegistry::default(), FakeClock::default());
-            let host = Host {
-                systemd: &systemd,
-                podman: &self.podman,
-                registry: &registry,
-                clock: &clock,
-                quadlet: &FakeQuadlet::default(),
-            };
-            run(p, &Invocation::default(), &host)
-        }
-        fn commands(&self) -> Vec<String> {
-            self.podman
-                .oneoffs
-                .lock()
-                .expect("oneoffs")
-                .iter()
-                .map(|o| o.command.join(" "))
-                .collect()
-        }
-        /// Stands for the stop record a flow's stop wrote and its finish removes.
-        fn set_unfinished(&self, unfinished: bool) {
-            if unfinished {
-                std::fs::create_dir_all(self.stop_record().parent().expect("dir")).expect("mkdir");
-                let record = r#"{"active_before": ["api.service"], "recorded_at": "t"}"#;
-                std::fs::write(self.stop_record(), record).expect("write");
-            } else {
-                let _ = std::fs::remove_file(self.stop_record());
-            }
-        }
-    }
-
-    #[test]
-    fn a_pending_migration_is_backed_up_first_into_a_recorded_dir_and_restored_once() {
-        let bed = Bed::new();
-        let out = bed.call(json!({})).expect("run");
-        assert_eq!(
-            bed.commands(),
-            ["pg_dump -f /backup/db.dump", "pulpcore-manager migrate"]
-        );
-        let backup_run = bed.podman.oneoffs.lock().expect("oneoffs")[0].clone();
-        assert_eq!(backup_run.image, "pg:17");
-        assert_eq!(backup_run.network.as_deref(), Some("host"));
-        let mount = backup_run.volumes.last().expect("mount").clone();
-        assert!(
-            mount.ends_with(":/backup") && mount.contains("/backups/s3_122/"),
-            "{mount}"
-        );
-        let dir = mount.trim_end_matches(":/backup").to_string();
-        let record: Taken = read_json(&Path::new(&dir).join(RECORD))
-            .expect("read")
-            .expect("record");
-        assert_eq!(
-            (record.source.as_str(), record.stream.as_str()),
-            ("api.service", "s3_122")
-        );
-        let data = serde_json::to_value(&out.data).expect("data");
-        assert_eq!(data["migrations"][0]["backup"]["dir"], json!(dir), "{data}");
-
-        // The run is unfinished (its stop record is there): the recovery restores, then only once.
-        bed.set_unfinished(true);
-        let stamp = PathBuf::from(data["migrations"][0]["stamp"].as_str().expect("stamp"));
-        assert!(stamp.exists());
-        let restored = bed.call(json!({"restore": true})).expect("restore");
-        // The schema put back is judged pending again, not skipped by the stamp of the undone one.
-        assert!(!stamp.exists());
-        assert!(restored.changed, "{}", restored.msg);
-        assert_eq!(
-            bed.commands().last().map(String::as_str),
-            Some("pg_restore /backup/db.dump")
-        );
-        let again = bed.call(json!({"restore": true})).expect("restore");
-        assert!(
-            !again.changed && again.msg.contains("no backup to restore"),
-            "{}",
-            again.msg
-        );
-        assert_eq!(bed.commands().len(), 3);
-    }
-
-    #[test]
-    fn a_finished_run_s_backup_is_never_restored_by_a_later_failure() {
-        let bed = Bed::new();
-        bed.call(json!({})).expect("run");
-        // The flow finished: its stop record is gone.
-        bed.set_unfinished(false);
-        let out = bed.call(json!({"restore": true})).expect("restore");
-        assert!(!out.changed, "{}", out.msg);
-        // A later run of the same flow stops again, with the old list still on disk: its next
-        // backup starts a new list, so only what this run took is restored.
-        let list: Vec<Listed> = read_json(&list_path(&bed.state(), "upgrade"))
-            .expect("read")
-            .unwrap_or_default();
-        assert_eq!(list.len(), 1);
-        forget_finished(&bed.state(), "upgrade", &bed.stop_record()).expect("forget");
-        assert!(!list_path(&bed.state(), "upgrade").exists());
-    }
-
-    #[test]
-    fn a_failed_backup_stops_the_run_before_the_migration() {
-        let mut bed = Bed::new();
-        bed.podman.oneoff_rc = 1;
-        let err = bed.call(json!({})).expect_err("refused");
-        assert!(
-            err.to_string()
-                .contains("the backup command exited 1, so the migration did not run"),
-            "{err}"
-        );
-        assert_eq!(bed.commands(), ["pg_dump -f /backup/db.dump"]);
-    }
-
-    #[test]
-    fn each_stream_keeps_its_newest_backups_and_any_a_recovery_may_restore() {
-        let bed = Bed::new();
-        let stream = bed.dir.path().join("state/backups/s3_122");
-        std::fs::create_dir_all(&stream).expect("mkdir");
-        let mk = |name: &str| {
-            let d = stream.join(name);
-            std::fs::create_dir_all(&d).expect("mkdir");
-            std::fs::write(d.join(RECORD), "{}").expect("write");
-            d
-        };
-        let (a, b, c) = (
-            mk("000000000001-0-api"),
-            mk("000000000002-0-api"),
-            mk("000000000003-0-api"),
-        );
-        let listed = Taken {
-            source: "api".into(),
-            stream: "s3_122".into(),
-            dir: a.display().to_string(),
-            image: "pg:17".into(),
-            volumes: vec![],
-            network: None,
-            env: vec![],
-            restore_command: vec!["r".into()],
-            created_at: String::new(),
-            duration_ms: 0,
-            size_bytes: 0,
-        };
-        let listed = Listed {
-            taken: listed,
-            stamp: PathBuf::from("/nonexistent"),
-        };
-        prune(&stream, 1, std::slice::from_ref(&listed)).expect("prune");
-        assert!(a.exists() && !b.exists() && c.exists());
-    }
-
-    #[test]
-    fn bad_backup_parameters_are_refused_by_name() {
-        let bed = Bed::new();
-        let cases = [
-            (
-                json!({"command": []}),
-                "migrations[0].backup: command is an empty list",
-            ),
-            (
-                json!({"stream": "../x"}),
-                "migrations[0].backup: stream \"../x\" is not a plain name",
-            ),
-            (json!({"keep": 0}), "migrations[0].backup: keep is 0"),
-        ];
-        for (change, needle) in cases {
-            let mut b = json!({
-                "image": "pg:17", "command": ["d"], "restore_command": ["r"],
-            });
-            for (k, v) in change.as_object().expect("object") {
-                b[k] = v.clone();
-            }
-            let err = bed
-                .call(json!({"migrations": [{"unit": "api", "command": ["m"], "backup": b}]}))
-                .expect_err("refused");
-            assert!(err.to_string().contains(needle), "{change}: {err}");
-        }
-        let err = bed.call(json!({"stop_first": false})).expect_err("refused");
-        assert!(err.to_string().contains("backup needs stop_first"), "{err}");
-        assert!(bed.commands().is_empty());
-    }
-}
+#[path = "backup_tests.rs"]
+mod tests;

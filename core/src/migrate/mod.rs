@@ -81,6 +81,8 @@ fn default_min_healthy_time() -> u64 {
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrateError {
+    #[error("{0} is not a variable name; use letters, digits and '_', not starting with a digit")]
+    EnvName(String),
     #[error(transparent)]
     Name(#[from] NameError),
     #[error(
@@ -149,17 +151,23 @@ impl MigrateError {
     }
 }
 
+/// The call's migrations: its list, or else its one at the top level.
+fn migrations(p: &Params) -> &[Migration] {
+    if p.migrations.is_empty() {
+        std::slice::from_ref(&p.one)
+    } else {
+        &p.migrations
+    }
+}
+
 /// Checks every parameter of every migration, before the host is touched.
 pub fn validate(p: &Params) -> Result<(), MigrateError> {
     if p.start_after && !p.stop_first {
         return Err(MigrateError::StartNeedsStop);
     }
-    let list = if p.migrations.is_empty() {
-        std::slice::from_ref(&p.one)
-    } else {
-        &p.migrations[..]
-    };
-    for (i, m) in list.iter().enumerate() {
+    // Judged here, not where the record is first written: after a check container has run.
+    crate::stop_services::record_path(&StateDir::new(&p.state_dir), &p.stop_record)?;
+    for (i, m) in migrations(p).iter().enumerate() {
         validate_one(m, p).map_err(|e| {
             if p.migrations.is_empty() {
                 e
@@ -175,6 +183,11 @@ pub fn validate(p: &Params) -> Result<(), MigrateError> {
 fn validate_one(m: &Migration, p: &Params) -> Result<(), MigrateError> {
     let (stop_first, restore) = (p.stop_first, p.restore);
     check_words("command", &m.command)?;
+    for (what, map) in [("env", &m.env), ("secret_env", &m.secret_env)] {
+        if let Some(k) = map.keys().find(|k| !crate::unit::render::is_env_name(k)) {
+            return Err(MigrateError::EnvName(format!("{what}.{k}")));
+        }
+    }
     if let Some(c) = &m.check_command {
         check_words("check_command", c)?;
     }
@@ -459,11 +472,7 @@ pub fn judge_all(
 ) -> Result<(Vec<Judgement>, Vec<String>), MigrateError> {
     validate(p)?;
     let state = StateDir::new(&p.state_dir);
-    let list = if p.migrations.is_empty() {
-        std::slice::from_ref(&p.one)
-    } else {
-        &p.migrations[..]
-    };
+    let list = migrations(p);
     let mut revealed = Vec::new();
     let mut out = Vec::with_capacity(list.len());
     for m in list {
@@ -557,15 +566,12 @@ fn migrate_prepared(
     }
     // With its services stopped, nothing writes after the backup that a restore would lose.
     if let Some(b) = &m.backup {
-        let taken = backup::take(
-            b,
-            &ready.oneoff.source,
-            &ready.stamp_path,
-            host,
-            state,
-            &p.stop_record,
-            timeout,
-        )?;
+        let origin = backup::For {
+            source: &ready.oneoff.source,
+            migration: &named_source(m),
+            stamp: &ready.stamp_path,
+        };
+        let taken = backup::take(b, &origin, host, state, &p.stop_record, timeout)?;
         ready.report.backup = Some(Box::new(taken));
     }
     match host.podman.run_prepared(container, timeout)? {
@@ -680,7 +686,11 @@ fn restore(
             timeout,
         )?;
     }
-    let restored = backup::restore(host, state, &p.stop_record, &stop_record, timeout)?;
+    let envs: backup::EnvByMigration = migrations(p)
+        .iter()
+        .filter_map(|m| Some((named_source(m), m.backup.as_ref()?.env_words())))
+        .collect();
+    let restored = backup::restore(host, state, &p.stop_record, &stop_record, &envs, timeout)?;
     let msg = if restored.is_empty() {
         format!(
             "no backup to restore: run {} took none, or finished",

@@ -7,11 +7,12 @@ const ONE: usize = 9;
 const RUN: usize = 13;
 
 /// A migration's `backup`, run in a one-off container before the migration.
-const BACKUP_OPTIONS: [OptionSpec; 8] = [
+const BACKUP_OPTIONS: [OptionSpec; 9] = [
     OptionSpec::new("image", Kind::Str, "The image the backup and restore commands run in, for example the database's.").required(),
     OptionSpec::new("volumes", Kind::List(Elem::Str), "Volumes as C(SOURCE:DEST[:OPTIONS]), beside the backup's own directory at C(/backup)."),
     OptionSpec::new("network", Kind::Str, "The network, for example C(host) to reach a database on loopback."),
-    OptionSpec::new("env", Kind::Dict, "Environment variables of the backup and restore containers."),
+    OptionSpec::new("env", Kind::Dict, "Environment variables of the backup and restore containers; only their names are recorded."),
+    OptionSpec::new("secret_env", Kind::Dict, "Environment variables whose values are secret (a database password), given to the backup and restore containers like O(migrations[].backup.env).\nMasked in every result and never written to a file: only their names are recorded, and O(restore) takes the values from its own call.").no_log(),
     OptionSpec::new("command", Kind::List(Elem::Str), "Writes the backup into C(/backup), a new directory under the state dir, for example C([pg_dump, -Fc, -f, /backup/db.dump]).\nA failure stops the run before the migration.").required(),
     OptionSpec::new("restore_command", Kind::List(Elem::Str), "Puts the data in C(/backup) back, run by O(restore).").required(),
     OptionSpec::new("stream", Kind::Str, "The stream the backup is kept under; each stream keeps its own newest, as many as C(keep) says.").default(Default::Str("default")),
@@ -106,7 +107,7 @@ const RUN_OPTIONS: [OptionSpec; RUN] = [
     )
     .default(Default::Bool(false)),
     OptionSpec::new("stop_record", Kind::Str, "The stop record O(stop_first) writes to.").default(Default::Str("default")),
-    OptionSpec::new("timeout", Kind::Int, "Seconds the migration may run before it is killed and removed.").default(Default::Int(600)),
+    OptionSpec::new("timeout", Kind::Int, "Seconds the migration may run before it is killed and removed.").default(Default::Int(600)).max(crate::ansible::spec::TIMEOUT_MAX),
     OptionSpec::new(
         "min_healthy_time",
         Kind::Int,

@@ -125,6 +125,9 @@ impl HttpRegistry {
         };
         let params = challenge_params(params);
         let realm = params.get("realm")?;
+        // The login goes to the token service only where the registry itself is: a 401 of a
+        // registry (or of whoever answers for it) must not send it elsewhere, or in the clear.
+        let basic = basic.filter(|_| may_send_login(at, realm));
         let mut req = agent.get(realm.as_str()).query(
             "scope",
             params
@@ -308,6 +311,36 @@ fn header(resp: &Response<ureq::Body>, name: &str) -> Option<String> {
         .get(name)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
+}
+
+/// Whether a bearer challenge's `realm` may get the registry's login: an https URL on the
+/// registry's host or a name under it (docker.io's auth.docker.io), any port; for a registry
+/// marked insecure, whatever it names, as for everything else it says.
+fn may_send_login(at: &Endpoint, realm: &str) -> bool {
+    if at.insecure {
+        return true;
+    }
+    let Some(rest) = realm.strip_prefix("https://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains('@') {
+        return false;
+    }
+    let host = host_of(authority).to_ascii_lowercase();
+    let own = host_of(&at.registry).to_ascii_lowercase();
+    host == own
+        || host
+            .strip_suffix(own.as_str())
+            .is_some_and(|sub| sub.ends_with('.'))
+}
+
+/// `HOST[:PORT]` or `[V6]:PORT` without the port.
+fn host_of(authority: &str) -> &str {
+    match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    }
 }
 
 /// `realm="https://auth",service="registry",scope="repository:x:pull"` as a map.

@@ -441,3 +441,37 @@ fn a_client_key_that_is_not_the_certificates_is_named_not_a_panic() {
     );
     assert!(e.to_string().contains("client.key"), "{e}");
 }
+
+#[test]
+fn a_login_goes_only_to_an_https_realm_of_the_registry_s_own_host() {
+    let at = |registry: &str, insecure: bool| Endpoint {
+        registry: registry.into(),
+        repository: "a/b".into(),
+        insecure,
+        mirror: false,
+    };
+    let docker = at("docker.io", false);
+    assert!(may_send_login(&docker, "https://auth.docker.io/token"));
+    assert!(may_send_login(
+        &at("quay.io", false),
+        "https://quay.io/v2/auth"
+    ));
+    assert!(may_send_login(
+        &at("reg.example:5000", false),
+        "https://reg.example:5001/token"
+    ));
+    for elsewhere in [
+        "http://auth.docker.io/token",
+        "https://evil.example/token",
+        "https://evildocker.io/token",
+        "https://docker.io.evil.example/token",
+        "https://docker.io@evil.example/token",
+        "ftp://docker.io/token",
+    ] {
+        assert!(!may_send_login(&docker, elsewhere), "{elsewhere}");
+    }
+    assert!(may_send_login(
+        &at("reg.local:5000", true),
+        "http://127.0.0.1:5001/token"
+    ));
+}

@@ -37,8 +37,8 @@ pub enum LockError {
 /// Held for as long as it lives: while it is, a flow's run counts as live (flow/lease.rs).
 #[derive(Debug)]
 pub struct Lock {
-    /// Held, never read: the flock lasts as long as this open file.
-    _file: File,
+    /// The flock lasts as long as this open file (and any child it is shared with).
+    file: File,
     /// Another holder had it first: what was read of the host before may have changed.
     waited: bool,
 }
@@ -97,9 +97,18 @@ impl Lock {
         file.set_len(0).map_err(io)?;
         file.rewind().map_err(io)?;
         file.write_all(note.as_bytes()).map_err(io)?;
-        Ok(Lock {
-            _file: file,
-            waited,
+        Ok(Lock { file, waited })
+    }
+
+    /// Lets every child started from now on inherit the locked file, so the lock is held
+    /// until the last of them ends too: a holder killed outright leaves its child's work
+    /// covered. (An flock belongs to the open file, which the children share.)
+    pub fn share_with_children(&self) -> Result<(), LockError> {
+        rustix::io::fcntl_setfd(&self.file, rustix::io::FdFlags::empty()).map_err(|e| {
+            LockError::Io {
+                path: PathBuf::from("the lock's file descriptor"),
+                source: e.into(),
+            }
         })
     }
 
@@ -122,6 +131,25 @@ fn holder_note(file: &mut File) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shared_lock_is_held_by_the_child_after_its_holder_let_go() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let p = d.path().join("lock");
+        let first = Lock::acquire(&p, "refitctl update", Duration::ZERO).expect("first");
+        first.share_with_children().expect("share");
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        // The holder is gone, as a SIGKILLed refitctl is; its child still works.
+        drop(first);
+        let held = Lock::acquire(&p, "refitctl update", Duration::ZERO);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(matches!(held, Err(LockError::Held { .. })), "{held:?}");
+        Lock::acquire(&p, "refitctl update", Duration::ZERO).expect("free once the child ended");
+    }
 
     #[test]
     fn a_second_holder_is_refused_with_the_first_named() {

@@ -2,6 +2,7 @@
 //! migration stamps, the stream in use, and the lock. Every write is atomic.
 
 mod atomic;
+mod dirs;
 mod lease;
 mod lock;
 mod revisions;
@@ -9,6 +10,7 @@ mod revisions;
 pub use atomic::{
     atomic_write, create_new, is_plain_name, read_json, read_optional, remove_file, write_json,
 };
+pub use dirs::{PRIVATE_DIR, narrow_tree, private_dir};
 pub use lease::{Heartbeat, Lease, RUN_ID_DOC, RunLock};
 pub use lock::{Lock, LockError};
 pub use revisions::{
@@ -43,6 +45,8 @@ pub enum StateError {
         "{0} is a symlink; refit does not write through symlinks: replace it with a plain file or directory"
     )]
     Symlink(PathBuf),
+    #[error("{path} is {detail}")]
+    NotPrivate { path: PathBuf, detail: String },
     #[error("{path} is not valid refit state: {detail}; move it aside and run again")]
     Corrupt { path: PathBuf, detail: String },
     #[error(transparent)]
@@ -139,6 +143,11 @@ impl StateDir {
         self.path(&format!("{BACKUPS}/{stream}"))
     }
 
+    /// Creates the backups dir of one stream, each dir on the way 0700.
+    pub fn ensure_backups(&self, stream: &str) -> Result<PathBuf, StateError> {
+        self.ensure(&format!("{BACKUPS}/{stream}"))
+    }
+
     /// The backups an unfinished run took, which its recovery restores.
     pub fn backup_restore_list(&self, record: &str) -> PathBuf {
         self.path(&format!("{BACKUPS}/restore-{record}.json"))
@@ -154,22 +163,15 @@ impl StateDir {
         self.ensure(&sub)
     }
 
-    /// Creates the dir and `sub` under it, refusing symlinks on the way.
+    /// Creates the dir and `sub` under it, each 0700 (narrowed to it where it is wider),
+    /// refusing symlinks and another user's dirs on the way.
     pub fn ensure(&self, sub: &str) -> Result<PathBuf, StateError> {
-        let dir = if sub.is_empty() {
+        dirs::private_tree(&self.root, sub)?;
+        Ok(if sub.is_empty() {
             self.root.clone()
         } else {
             self.root.join(sub)
-        };
-        for p in [&self.root, &dir] {
-            if p.symlink_metadata()
-                .is_ok_and(|m| m.file_type().is_symlink())
-            {
-                return Err(StateError::Symlink(p.clone()));
-            }
-        }
-        std::fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
-        Ok(dir)
+        })
     }
 
     /// Takes the run lock for a module's work, waiting out a refusal's brief hold; a second

@@ -22,7 +22,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         "Also stop the units that C(Requires), C(BindsTo) or are C(PartOf) these, transitively.\nWithout it, an active dependent is an error, since systemd would stop it anyway.",
     )
     .default(Default::Bool(false)),
-    OptionSpec::new("timeout", Kind::Int, "Seconds for the whole set to stop or start; past it the task fails naming the units still waiting.").default(Default::Int(90)),
+    OptionSpec::new("timeout", Kind::Int, "Seconds for the whole set to stop or start; past it the task fails naming the units still waiting.").default(Default::Int(90)).max(crate::ansible::spec::TIMEOUT_MAX),
     OptionSpec::new("missing_ok", Kind::Bool, "Skip a unit that does not exist, instead of failing.").default(Default::Bool(false)),
     OptionSpec::new("record", Kind::Str, "The name of the stop record, so several flows can keep their own.")
         .default(Default::Str("default")),

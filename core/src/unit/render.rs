@@ -162,6 +162,9 @@ fn structured(o: &ContainerOptions, secret_name: SecretNamer<'_>) -> Result<Unit
     }
     // Sorted, so the order of a YAML dict cannot change the revision.
     for (k, v) in sorted(&o.env) {
+        if !is_env_name(&k) {
+            return Err(RenderError::EnvName(format!("env.{k}")));
+        }
         put(
             "Environment",
             &quote_word(&format!("{k}={v}")),
@@ -211,7 +214,8 @@ fn structured(o: &ContainerOptions, secret_name: SecretNamer<'_>) -> Result<Unit
 }
 
 /// A name podman and the shell accept for an environment variable.
-fn is_env_name(k: &str) -> bool {
+/// A name systemd and podman take as a variable's: letters, digits and '_', not first a digit.
+pub fn is_env_name(k: &str) -> bool {
     k.chars()
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
@@ -326,6 +330,10 @@ mod tests {
         assert_eq!(
             render(&opts(json!({"image": "a:1", "secret_env": {"A B": "x"}}))),
             Err(RenderError::EnvName("secret_env.A B".into()))
+        );
+        assert_eq!(
+            render(&opts(json!({"image": "a:1", "env": {"A=B": "x"}}))),
+            Err(RenderError::EnvName("env.A=B".into()))
         );
         assert_eq!(
             render(&opts(json!({"image": "a:1", "secret_env": {"A": ""}}))),
