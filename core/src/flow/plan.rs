@@ -58,6 +58,8 @@ fn unit_params(p: &Params, flow: &str) -> Result<container_unit::Params, FlowErr
             "keep_revisions": p.keep_revisions,
             // The checkpoint of how every unit was before this run, which recovery restores.
             "checkpoint": flow,
+            // Each new text waits in the stage of that name until its unit restarts.
+            "stage": true,
             "quadlet_dir": p.quadlet_dir,
             "systemd_dir": p.systemd_dir,
             "state_dir": p.state_dir,
@@ -84,6 +86,7 @@ fn migrate_params(p: &Params, flow: &str) -> Result<migrate::Params, FlowError> 
             "images": images,
             "stop_first": true,
             "stop_record": flow,
+            "stage": flow,
             "timeout": p.timeout,
             "quadlet_dir": p.quadlet_dir,
             "state_dir": p.state_dir,

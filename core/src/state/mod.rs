@@ -4,6 +4,7 @@
 mod atomic;
 mod lock;
 mod revisions;
+mod stage;
 
 pub use atomic::{
     atomic_write, create_new, is_plain_name, read_json, read_optional, remove_file, write_json,
@@ -12,6 +13,7 @@ pub use lock::{Lock, LockError};
 pub use revisions::{
     KEEP as KEEP_REVISIONS, MAX_KEEP as MAX_KEEP_REVISIONS, PickError, RevisionRecord, UnitHistory,
 };
+pub use stage::{Installed, STAGED, Stage, Staged};
 
 use std::path::{Path, PathBuf};
 
