@@ -32,6 +32,16 @@ fn units(images: [(&str, &str); 2], schema: &str) -> Value {
 impl Bed {
     /// db and app deployed on their old images.
     fn deployed() -> Bed {
+        let bed = Bed::new();
+        let out = bed.units("started", units(OLD, "1"), json!({}));
+        assert_eq!(out["failed"], json!(false), "{out}");
+        // Stream 1.0 is the one a deploy recorded: the upgrade goes from there.
+        std::fs::write(bed.dir.path().join("state/stream"), "1.0\n").expect("stream");
+        bed
+    }
+
+    /// A host with the images and no unit.
+    fn new() -> Bed {
         let dir = tempfile::tempdir().expect("tempdir");
         let sim = SimHost::new(dir.path().join("quadlet"));
         let mut podman = FakePodman {
@@ -55,12 +65,7 @@ impl Bed {
             state: ContainerState::Running,
             health: Some(Health::Healthy),
         });
-        let bed = Bed { dir, sim, podman };
-        let out = bed.units("started", units(OLD, "1"), json!({}));
-        assert_eq!(out["failed"], json!(false), "{out}");
-        // Stream 1.0 is the one a deploy recorded: the upgrade goes from there.
-        std::fs::write(bed.dir.path().join("state/stream"), "1.0\n").expect("stream");
-        bed
+        Bed { dir, sim, podman }
     }
 
     fn dirs(&self, mut args: Value) -> Value {
@@ -96,8 +101,12 @@ impl Bed {
     }
 
     fn begin(&self) -> Value {
+        self.begin_flow("upgrade", "1.1")
+    }
+
+    fn begin_flow(&self, flow: &str, stream: &str) -> Value {
         self.flow(json!({
-            "action": "begin", "flow": "upgrade", "stream": "1.1", "run_id": "r1",
+            "action": "begin", "flow": flow, "stream": stream, "run_id": "r1",
             "image_store": self.dir.path(), "min_free_mb": 1, "pull": "missing",
             "units": units(NEW, "2"), "migrations": [{"unit": "app", "command": ["migrate"]}],
         }))
@@ -105,12 +114,16 @@ impl Bed {
 
     /// The migrate phase, as roles/flow/tasks/migrate.yml calls it.
     fn migrate(&self) -> Value {
+        self.migrate_flow("upgrade")
+    }
+
+    fn migrate_flow(&self, flow: &str) -> Value {
         let root = self.dir.path();
         let args = json!({
             "migrations": [{"unit": "app", "command": ["migrate"]}],
             "images": {"db": "db:2", "app": "app:2"},
             "stop_first": true, "start_after": true, "min_healthy_time": 0,
-            "stop_record": "upgrade", "stage": "upgrade",
+            "stop_record": flow, "stage": flow,
             "quadlet_dir": root.join("quadlet"), "state_dir": root.join("state"),
         });
         let (dir, sim, podman) = (self.dir.path(), &self.sim, &self.podman);
@@ -322,4 +335,18 @@ fn r35_stage_without_a_checkpoint_or_present_is_refused_before_the_host_is_touch
     }
     assert_eq!(bed.calls(), Vec::<String>::new());
     assert!(!bed.stage().exists());
+}
+
+#[test]
+fn r35_a_first_deploy_migrates_a_unit_that_is_only_staged_and_stops_nothing() {
+    let bed = Bed::new();
+    assert_eq!(bed.begin_flow("deploy", "1.0")["failed"], json!(false));
+    assert!(!bed.dir.path().join("quadlet/app.container").exists());
+    bed.calls();
+    let out = bed.migrate_flow("deploy");
+    assert_eq!(out["failed"], json!(false), "{out}");
+    assert_eq!(out["migrations"][0]["installed"], json!(true), "{out}");
+    assert_eq!(out["migrations"][0].get("stopped"), None, "{out}");
+    assert!(bed.quadlet("app.container").contains("Image=app:2"));
+    assert_eq!(bed.jobs(), ["daemon-reload"], "no service to stop or start yet");
 }

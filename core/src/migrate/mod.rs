@@ -550,7 +550,7 @@ fn migrate_prepared(
         // Pending, so the service and what needs it stop before the schema changes under them.
         let how = crate::stop_services::StopOptions {
             dependents: true,
-            missing_ok: false,
+            missing_ok: staged::only_staged(m, p, state)?,
             check: false,
             start: host.clock.now(),
             deadline: timeout,

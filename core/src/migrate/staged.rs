@@ -25,6 +25,16 @@ pub fn text(m: &Migration, p: &Params, state: &StateDir) -> Result<Option<String
     Ok(state.load_stage(name)?.units.remove(&file).map(|s| s.text))
 }
 
+/// True when the migration's unit is new in this run: its text is staged and no file of it is
+/// in the quadlet dir yet, so systemd has no such service to stop (a first deploy).
+pub fn only_staged(m: &Migration, p: &Params, state: &StateDir) -> Result<bool, MigrateError> {
+    let Some(file) = unit_file(m)? else {
+        return Ok(false);
+    };
+    let on_disk = p.quadlet_dir.join(&file).symlink_metadata().is_ok();
+    Ok(!on_disk && text(m, p, state)?.is_some())
+}
+
 /// Installs the migrated unit's staged text and reloads systemd; true when it wrote the file.
 pub fn install(
     m: &Migration,
