@@ -51,7 +51,7 @@ while [ $i -lt 6000 ]; do
             p=$(module container_unit '"state": "started"') || p= ;;
     esac
     if [ -n "$p" ]; then
-        kill -STOP "$p"
+        kill -KILL "$p"
         exit 0
     fi
     i=$((i + 1))
@@ -74,5 +74,6 @@ fi
 at=$(($(date +%s%3N) - t0))
 kill -KILL -- "-$pid" 2> /dev/null || true
 wait "$pid" 2> /dev/null || true
-"$bed" reboot "$host" > /dev/null
-echo "powered $host off at $moment, $at ms into the upgrade"
+rebooted=$("$bed" reboot "$host" 2>&1)
+took=$(echo "$rebooted" | sed -n 's/.*rebooted .* in \([0-9]*\) ms.*/\1/p')
+echo "powered $host off at $moment, $at ms into the upgrade; poweroff and boot took ${took:-?} ms"
