@@ -348,5 +348,9 @@ fn r35_a_first_deploy_migrates_a_unit_that_is_only_staged_and_stops_nothing() {
     assert_eq!(out["migrations"][0]["installed"], json!(true), "{out}");
     assert_eq!(out["migrations"][0].get("stopped"), None, "{out}");
     assert!(bed.quadlet("app.container").contains("Image=app:2"));
-    assert_eq!(bed.jobs(), ["daemon-reload"], "no service to stop or start yet");
+    assert_eq!(
+        bed.jobs(),
+        ["daemon-reload"],
+        "no service to stop or start yet"
+    );
 }
