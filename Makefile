@@ -1,4 +1,5 @@
-# refit's entry points. `make test` is the one CI runs (see README, "Testing").
+# refit's entry points. `make check` is the quick tier (no root, no testbed); `make test` is the
+# one CI runs (docs/docsite/rst/testing.rst).
 SHELL := /bin/bash
 CACHE ?= /var/cache/refit-testbed
 # The bed the collection is installed into: the one REFIT_TESTBED_RUN names (a lane, tests/testbed/lane.sh), or the first.
@@ -10,7 +11,7 @@ GLIBC_CEILING := 2.28
 ZIG_OUT := target/x86_64-unknown-linux-gnu/release
 GALAXY := $(if $(wildcard $(VENV)/bin/ansible-galaxy),$(VENV)/bin/ansible-galaxy,ansible-galaxy)
 
-.PHONY: bench demo test collection collection-install docs changelog version notices modules sidecars glibc-check refitctl refitctl-docs testbed-up testbed-down integration
+.PHONY: conformance bench check demo test collection collection-install docs changelog version notices modules sidecars glibc-check refitctl refitctl-docs testbed-up testbed-down integration
 
 ## demo: the README's first command: a test host, deploy, z-stream update, upgrade, status, teardown
 demo:
@@ -19,6 +20,10 @@ demo:
 ## bench: refit against the foremanctl way, the naive flow and podman auto-update; writes bench/RESULTS.md
 bench:
 	bench/run.sh
+
+## check: format, clippy, cargo test, Python unit tests and ansible-lint; no root, no testbed
+check:
+	tools/check.sh
 
 ## test: format, lint, unit tests, then the integration suite on a fresh testbed
 test:
@@ -39,6 +44,10 @@ modules: version
 	for m in $(MODULES); do install -m 0755 $(ZIG_OUT)/$$m plugins/modules/$$m; done
 	tools/sidecar_options.py plugins/modules $(MODULES)
 	$(MAKE) --no-print-directory glibc-check
+
+## conformance: podman's quadlet e2e units through refit and the test hosts' quadlet (needs the testbed's rootfs cache)
+conformance:
+	tests/conformance/run.sh
 
 ## sidecars: only the options of the sidecar docs, from a debug build of the modules (quicker than `modules`)
 sidecars:

@@ -21,6 +21,8 @@ if [ "${1:-}" = --check ]; then
 fi
 [ "$galaxy" = "$v" ] || sed -i "s/^version: .*/version: $v/" galaxy.yml
 if [ "$cargo" != "$v" ]; then
+    # Before the edit: with Cargo.toml changed, a locked fetch would refuse the lock.
+    tools/cargo-fetch.sh
     awk -v v="$v" '/^\[/ {sec=$0} sec=="[workspace.package]" && /^version *=/ {$0 = "version = \"" v "\""} {print}' Cargo.toml > Cargo.toml.new
     mv Cargo.toml.new Cargo.toml
     cargo update --workspace --offline --quiet

@@ -8,24 +8,8 @@
 
 use crate::podman::{Health, Podman};
 use crate::systemd::Systemd;
+use crate::time::Clock;
 use std::time::{Duration, Instant};
-
-/// Time, behind a trait so waits can be tested without sleeping.
-pub trait Clock: Sync {
-    fn now(&self) -> Instant;
-    fn sleep(&self, d: Duration);
-}
-
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> Instant {
-        Instant::now()
-    }
-    fn sleep(&self, d: Duration) {
-        std::thread::sleep(d);
-    }
-}
 
 /// The longest pause between two looks.
 const POLL: Duration = Duration::from_millis(100);

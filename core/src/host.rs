@@ -1,11 +1,11 @@
 //! The host as modules see it: systemd, podman, the registries it pulls from, quadlet and a
 //! clock, each behind its trait.
 
-use crate::converge::{Clock, SystemClock};
 use crate::podman::Podman;
 use crate::quadlet::{Quadlet, QuadletBinary};
 use crate::registry::{HttpRegistry, Registry};
 use crate::systemd::{Systemctl, Systemd};
+use crate::time::{Clock, SystemClock};
 
 pub struct Host<'a> {
     pub systemd: &'a dyn Systemd,

@@ -5,12 +5,12 @@ pub(crate) mod images;
 pub mod sim;
 
 use crate::ansible::{Invocation, ModuleSpec, Outcome};
-use crate::converge::Clock;
 use crate::host::Host;
 use crate::podman::{ContainerInfo, Ended, OneOff, Podman, PodmanError, Prepared, UnitSelection};
 use crate::quadlet::{Quadlet, QuadletError};
 use crate::registry::{Location, Registry, RegistryError};
 use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
+use crate::time::Clock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -318,18 +318,46 @@ impl Quadlet for FakeQuadlet {
     }
 }
 
-/// A clock whose sleeps only move its own time forward.
+/// A clock whose sleeps only move its own time forward, in a boot that `reboot` ends.
 pub struct FakeClock {
     start: Instant,
     offset: Mutex<Duration>,
+    boot: Mutex<FakeBoot>,
 }
+
+struct FakeBoot {
+    id: String,
+    /// The clock's offset when this boot began.
+    began_at: Duration,
+}
+
+/// How long the fake host had been up when the clock was made: a lease's heartbeat is never
+/// near zero on a real host either.
+const FAKE_UPTIME: Duration = Duration::from_secs(3600);
 
 impl Default for FakeClock {
     fn default() -> Self {
         FakeClock {
             start: Instant::now(),
             offset: Mutex::new(Duration::ZERO),
+            boot: Mutex::new(FakeBoot {
+                id: "boot-1".into(),
+                began_at: Duration::ZERO,
+            }),
         }
+    }
+}
+
+impl FakeClock {
+    /// A new boot: another ID, and the time since boot starts again.
+    pub fn reboot(&self) {
+        let now = *self.offset.lock().expect("clock");
+        let mut boot = self.boot.lock().expect("clock");
+        let n: u32 = boot.id.trim_start_matches("boot-").parse().unwrap_or(1);
+        *boot = FakeBoot {
+            id: format!("boot-{}", n + 1),
+            began_at: now,
+        };
     }
 }
 
@@ -339,6 +367,14 @@ impl Clock for FakeClock {
     }
     fn sleep(&self, d: Duration) {
         *self.offset.lock().expect("clock") += d;
+    }
+    fn boot_time(&self) -> Result<crate::time::BootTime, crate::time::BootTimeError> {
+        let now = *self.offset.lock().expect("clock");
+        let boot = self.boot.lock().expect("clock");
+        Ok(crate::time::BootTime {
+            boot_id: boot.id.clone(),
+            since_boot: FAKE_UPTIME + now - boot.began_at,
+        })
     }
 }
 
@@ -383,4 +419,13 @@ where
         out,
         fake_time: clock.now() - start,
     }
+}
+
+/// Writes `text` to `rel` under `root`, creating the directories on the way.
+pub fn put_file(root: &std::path::Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    if let Some(parent) = p.parent() {
+        std::fs::create_dir_all(parent).expect("mkdir");
+    }
+    std::fs::write(p, text).expect("write");
 }

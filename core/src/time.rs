@@ -1,6 +1,69 @@
-//! Wall-clock timestamps for state records, without a date crate: RFC 3339 in UTC.
+//! Time: wall-clock timestamps for state records (RFC 3339 in UTC, without a date crate), and
+//! the clock modules wait and keep run leases by, behind a trait so both are tested without
+//! sleeping.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Where the kernel names the boot it is in; a container manager (systemd-nspawn) gives each
+/// boot of a container its own.
+const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
+
+/// Time, behind a trait so waits and leases can be tested without sleeping.
+pub trait Clock: Sync {
+    fn now(&self) -> Instant;
+    fn sleep(&self, d: Duration);
+    /// This moment in the host's life, for a record that outlives the process (a run lease):
+    /// the boot, and the time since it on a clock no one can set.
+    fn boot_time(&self) -> Result<BootTime, BootTimeError>;
+}
+
+/// A moment as `CLOCK_BOOTTIME` tells it: it counts from the boot, goes on through suspend,
+/// and never steps as the wall clock does (NTP, an operator's `date -s`). It is only
+/// comparable within one boot, so the boot's ID goes with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BootTime {
+    pub boot_id: String,
+    pub since_boot: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot read this boot's ID from {path}: {source}; refit needs /proc mounted to tell a live run from a dead one"
+)]
+pub struct BootTimeError {
+    path: &'static str,
+    #[source]
+    source: std::io::Error,
+}
+
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+    fn sleep(&self, d: Duration) {
+        std::thread::sleep(d);
+    }
+    fn boot_time(&self) -> Result<BootTime, BootTimeError> {
+        let boot_id =
+            std::fs::read_to_string(Path::new(BOOT_ID)).map_err(|source| BootTimeError {
+                path: BOOT_ID,
+                source,
+            })?;
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+        // The kernel never returns a negative time since boot; zero is the safe floor.
+        let since_boot = Duration::new(
+            u64::try_from(t.tv_sec).unwrap_or(0),
+            u32::try_from(t.tv_nsec).unwrap_or(0),
+        );
+        Ok(BootTime {
+            boot_id: boot_id.trim().to_string(),
+            since_boot,
+        })
+    }
+}
 
 pub fn now_rfc3339() -> String {
     let secs = SystemTime::now()
@@ -34,6 +97,17 @@ pub fn civil(secs: u64) -> ((i64, u32, u32), (u64, u64, u64)) {
 
 #[cfg(test)]
 mod tests {
+    use super::{Clock, SystemClock};
+
+    #[test]
+    fn this_boot_has_an_id_and_its_clock_moves_forward() {
+        let a = SystemClock.boot_time().expect("boot time");
+        let b = SystemClock.boot_time().expect("boot time");
+        assert_eq!(a.boot_id.len(), 36, "a UUID: {}", a.boot_id);
+        assert_eq!(a.boot_id, b.boot_id);
+        assert!(b.since_boot >= a.since_boot && a.since_boot > std::time::Duration::ZERO);
+    }
+
     #[test]
     fn known_dates() {
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");

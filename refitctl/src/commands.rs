@@ -43,6 +43,34 @@ pub fn run(command: &Command, log: &RunLog) -> Result<Ending, CtlError> {
     if let Some(p) = common.max_fail_percentage {
         extra.insert("refit_max_fail_percentage".into(), Value::from(p));
     }
+    // A flow's run is named here, so that refitctl knows which run it saw end (ended.rs); the
+    // runs it saw end before are passed on, and their leases resumed at once.
+    let flow_run = flow(command).map(refit_core::flow::run_id);
+    if let Some(run_id) = &flow_run {
+        extra.insert("flow_run_id".into(), Value::from(run_id.as_str()));
+        let ended = crate::ended::load(&state_dir)?;
+        if !ended.is_empty() {
+            extra.insert("flow_ended_runs".into(), Value::from(ended));
+        }
+    }
+    // Once ansible-playbook has exited, the run is over: noted when it did not finish, so the
+    // next run resumes it at once; all forgotten when it finished (it left no lease).
+    let ended = |result: Result<Run, CtlError>| {
+        let finished = result
+            .as_ref()
+            .is_ok_and(|run| matches!(run.ending(), Ending::Unchanged | Ending::Changed));
+        let noted = match &flow_run {
+            Some(_) if common.check => Ok(()),
+            Some(_) if finished => crate::ended::forget_all(&state_dir),
+            Some(run_id) => crate::ended::note(&state_dir, run_id),
+            None => Ok(()),
+        };
+        // Not worth hiding how the run ended for: the next run then waits out the grace.
+        if let Err(e) = noted {
+            stderr(log, &format!("refitctl: {e}\n"));
+        }
+        result
+    };
     let invocation = |playbook: &str,
                       params: &Parameters,
                       extra: Map<String, Value>,
@@ -64,11 +92,20 @@ pub fn run(command: &Command, log: &RunLog) -> Result<Ending, CtlError> {
         .run()
     };
     let (run, remember) = match command {
-        Command::Deploy(_) => (invocation("deploy", &params, extra, false, false)?, true),
-        Command::Update(_) => (invocation("update", &params, extra, false, false)?, true),
+        Command::Deploy(_) => (
+            ended(invocation("deploy", &params, extra, false, false))?,
+            true,
+        ),
+        Command::Update(_) => (
+            ended(invocation("update", &params, extra, false, false))?,
+            true,
+        ),
         Command::Upgrade { to, .. } => {
             params.stream = Some(to.clone());
-            (invocation("upgrade", &params, extra, false, false)?, true)
+            (
+                ended(invocation("upgrade", &params, extra, false, false))?,
+                true,
+            )
         }
         Command::Plan { to, .. } => {
             let playbook = match to {
@@ -194,6 +231,17 @@ fn state_dir(common: &Common) -> PathBuf {
         .clone()
         .or_else(|| std::env::var_os("REFITCTL_STATE_DIR").map(PathBuf::from))
         .unwrap_or_else(|| Path::new(refit_core::state::DEFAULT_STATE_DIR).join("refitctl"))
+}
+
+/// The flow a command runs, if it runs one.
+fn flow(command: &Command) -> Option<refit_core::flow::Flow> {
+    use refit_core::flow::Flow;
+    match command {
+        Command::Deploy(_) => Some(Flow::Deploy),
+        Command::Update(_) => Some(Flow::Update),
+        Command::Upgrade { .. } => Some(Flow::Upgrade),
+        _ => None,
+    }
 }
 
 pub fn name(command: &Command) -> &'static str {

@@ -30,10 +30,12 @@ pub enum CtlError {
     #[error("refitctl cannot catch SIGINT and SIGTERM ({0}), so it runs nothing")]
     Signals(String),
     #[error(
-        "interrupted by {}; ansible-playbook has stopped. Run the same command again to resume the flow; until the host has been quiet for the lease grace (20 s by default), preflight refuses it as live",
+        "interrupted by {}; ansible-playbook has stopped. Run the same command again: it resumes the flow at once",
         .0.name()
     )]
     Interrupted(crate::signals::Interrupt),
+    #[error(transparent)]
+    Deployment(#[from] crate::deployment::DeploymentError),
     #[error(transparent)]
     State(#[from] refit_core::state::StateError),
 }

@@ -3,7 +3,9 @@
 
 mod cli;
 mod commands;
+mod deployment;
 mod diffs;
+mod ended;
 mod error;
 mod events;
 mod fleet;
@@ -14,15 +16,21 @@ mod playbook;
 mod report;
 mod runlog;
 mod signals;
+mod version;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use error::CtlError;
 use events::Ending;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     refit_core::logging::init(0);
-    let cli = match cli::Cli::try_parse() {
+    // `--version` names the collection too (version.rs); clap keeps the text for the process.
+    let command = cli::Cli::command().version(&*Box::leak(version::text().into_boxed_str()));
+    let cli = match command
+        .try_get_matches()
+        .and_then(|m| cli::Cli::from_arg_matches(&m))
+    {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {
             let _ = e.print();

@@ -43,6 +43,7 @@ impl Invocation<'_> {
         if !deployment.is_file() {
             return Err(CtlError::NoDeployment(deployment.clone()));
         }
+        crate::deployment::check(deployment)?;
         let inventory = self.inventory()?;
         let events =
             tempfile::NamedTempFile::new_in(self.state_dir).map_err(|e| CtlError::StateDir {
@@ -220,7 +221,7 @@ pub fn ansible_playbook() -> String {
 }
 
 /// The checkout refitctl was built in, if its modules are built there too.
-fn checkout() -> Option<PathBuf> {
+pub fn checkout() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     exe.ancestors()
         .find(|d| {

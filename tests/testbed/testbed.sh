@@ -23,6 +23,7 @@
 #   testbed.sh pulp-images         build (cached by recipe) and push the Pulp and PostgreSQL images
 #                                  (tests/testbed/pulp); `up` does it too when REFIT_PULP=1
 #   testbed.sh env                 print the exports that point Ansible at this bed
+#   testbed.sh testsvc             build the test service (what `up` puts in the images), print its path
 #
 # Where things live:
 #   REFIT_TESTBED_CACHE (/var/cache/refit-testbed): the rootfs and the venv, kept between beds
@@ -42,7 +43,10 @@ VENV=$CACHE/venv
 # Bump when the rootfs recipe below changes, so cached rootfs are rebuilt.
 ROOTFS_RECIPE=4
 # ansible-core 2.20+ needs Python 3.12; this machine has 3.11.
-PY_SPECS=('ansible-core>=2.19,<2.20' 'ansible-lint>=25.12,<26' 'molecule==26.10.0')
+# cryptography 51 deprecates DSA, and ansible-core 2.19 imports its DSA names at every start (its
+# ssh-agent support): each ansible-playbook, and so each refitctl command, would print a
+# CryptographyDeprecationWarning that is not refit's (issue 42).
+PY_SPECS=('ansible-core>=2.19,<2.20' 'cryptography<51' 'ansible-lint>=25.12,<26' 'molecule==26.10.0')
 CGROUP_HIERARCHIES=(/sys/fs/cgroup/unified /sys/fs/cgroup/systemd)
 # Each guest's cgroup is named after its bed and itself (refit-testbed.th1): two beds may run at
 # once (`make test` runs two lanes, tests/testbed/lane.sh), and one bed's `down` must not sweep
@@ -304,10 +308,12 @@ base_image() {
 }
 
 # The test service (tests/testbed/testsvc), static so it runs FROM scratch; prints its path. Its
-# own target dir: the static flags would otherwise force rebuilds in the workspace's. No
-# registry access: the crate has no dependencies.
+# own target dir: the static flags would otherwise force rebuilds in the workspace's. The crate
+# has no dependencies, but cargo resolves the whole workspace: tools/cargo-fetch.sh fetches its
+# crates when the cargo home lacks them (a fresh machine), then the build itself is offline.
 testsvc_binary() {
     local target=$CACHE/testsvc-target triple=x86_64-unknown-linux-gnu
+    "$REPO/tools/cargo-fetch.sh" >&2
     (cd "$REPO" && RUSTFLAGS="-C target-feature=+crt-static" cargo build -q --release --locked --offline \
         -p refit-testsvc --target "$triple" --target-dir "$target") >&2
     echo "$target/$triple/release/testsvc"
@@ -675,6 +681,7 @@ main() {
         ;;
     env) cmd_env ;;
     pulp-images) pulp_images ;;
+    testsvc) testsvc_binary ;;
     *)
         sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
         [ -z "$cmd" ] || [ "$cmd" = help ] || exit 2

@@ -31,7 +31,7 @@ pub fn record_converged(state: &StateDir, work: &[Work]) -> Result<(), StateErro
         }
         let mut history = obs.history.clone();
         // The stream of the flow that started it, as a revision this run restarted gets.
-        let stream = super::retention::stream_now(state);
+        let stream = super::retention::stream_now(state)?;
         history.record(RevisionRecord {
             stream,
             ..record(d, Some(image_id.to_string()))

@@ -140,3 +140,98 @@ fn a_canary_replaces_that_many_instances_and_holds_the_rest() {
         "only the canary got a job"
     );
 }
+
+/// Two instance files of one name, each with its own text, as foremanctl writes
+/// `foreman-recurring@daily.container`: no template exists.
+fn reports(daily: &str, weekly: &str) -> Value {
+    json!({"units": [
+        {"name": "report@daily", "image": IMAGE, "exec": format!("run {daily}")},
+        {"name": "report@weekly.container", "image": IMAGE, "exec": format!("run {weekly}")},
+    ]})
+}
+
+#[test]
+fn instance_files_converge_restart_and_roll_back_alone() {
+    let bed = Bed::new(IMAGE, "img-a");
+    let ran = bed.run_unit(reports("a", "a"));
+    assert_eq!(ran.out["failed"], json!(false), "{}", ran.out);
+    let weekly = bed.revision("report@weekly.service");
+    let text = |f: &str| std::fs::read_to_string(bed.dir.path().join("quadlet").join(f));
+    assert!(
+        text("report@daily.container")
+            .expect("written")
+            .contains("Exec=run a")
+    );
+    assert!(
+        text("report@.container").is_err(),
+        "no template was written"
+    );
+    bed.jobs();
+
+    // Only daily's text changes: only daily restarts.
+    let ran = bed.run_unit(reports("b", "a"));
+    assert_eq!(ran.out["failed"], json!(false), "{}", ran.out);
+    assert_eq!(bed.jobs(), ["restart report@daily.service"]);
+    let daily_b = bed.revision("report@daily.service");
+    assert_eq!(bed.revision("report@weekly.service"), weekly);
+
+    // Daily's next revision crashes: daily goes back to b, weekly is never touched.
+    let daily_c =
+        bed.revision_for(json!({"name": "report@daily", "image": IMAGE, "exec": "run c"}));
+    bed.sim.crash(&daily_c);
+    let ran = bed.run_unit(reports("c", "a"));
+    assert_eq!(ran.out["rolled_back"], json!(true), "{}", ran.out);
+    assert_eq!(bed.revision("report@daily.service"), daily_b);
+    assert_eq!(bed.revision("report@weekly.service"), weekly);
+    assert!(
+        bed.jobs().iter().all(|j| !j.contains("weekly")),
+        "weekly was restarted"
+    );
+}
+
+#[test]
+fn an_instance_file_and_the_same_template_instance_are_refused() {
+    let bed = Bed::new(IMAGE, "img-a");
+    let ran = bed.run_unit(json!({"units": [
+        {"name": "report@", "image": IMAGE, "instances": ["daily"]},
+        {"name": "report@daily", "image": IMAGE},
+    ]}));
+    let msg = ran.out["msg"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("report@daily.container appears twice"),
+        "{msg}"
+    );
+    assert!(
+        !bed.dir.path().join("quadlet").exists(),
+        "nothing was written"
+    );
+}
+
+#[test]
+fn a_changed_drop_in_restarts_only_its_unit_once() {
+    let bed = Bed::new(IMAGE, "img-a");
+    let two = || {
+        json!({"units": [
+            {"name": "app", "image": IMAGE},
+            {"name": "db", "image": IMAGE},
+        ]})
+    };
+    assert_eq!(bed.run_unit(two()).out["failed"], json!(false));
+    bed.jobs();
+    let db = bed.revision("db.service");
+    let dropins = bed.dir.path().join("quadlet/app.container.d");
+    std::fs::create_dir_all(&dropins).expect("mkdir");
+    std::fs::write(
+        dropins.join("10-limits.conf"),
+        "[Container]\nPidsLimit=100\n",
+    )
+    .expect("w");
+    let ran = bed.run_unit(two());
+    assert_eq!(ran.out["failed"], json!(false), "{}", ran.out);
+    assert_eq!(bed.jobs(), ["restart app.service"]);
+    assert_eq!(bed.revision("db.service"), db);
+    // The drop-in unchanged, nothing restarts again.
+    let ran = bed.run_unit(two());
+    assert_eq!(ran.out["changed"], json!(false), "{}", ran.out);
+    assert!(bed.jobs().is_empty());
+}

@@ -78,6 +78,9 @@ pub struct Params {
     pub min_healthy_time: u64,
     pub max_parallel: u64,
     pub checkpoint: Option<String>,
+    /// The flow run this call is part of.
+    #[serde(default)]
+    pub run_id: Option<String>,
     /// New texts go to the stage named by `checkpoint`, not the quadlet dir (`state::stage`).
     #[serde(default)]
     pub stage: bool,
@@ -172,6 +175,8 @@ pub enum UnitError {
     Wait(#[from] WaitError),
     #[error(transparent)]
     Quadlet(#[from] crate::quadlet::QuadletError),
+    #[error(transparent)]
+    DropIn(#[from] crate::unit::dropins::DropInError),
 }
 
 impl UnitError {
@@ -220,7 +225,11 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     let _lock = if inv.check_mode {
         None
     } else {
-        Some(state.lock(&format!("container_unit {}", names(&targets)))?)
+        Some(state.lock_for_run(
+            &format!("container_unit {}", names(&targets)),
+            p.run_id.as_deref(),
+            host.clock,
+        )?)
     };
     let settings = Settings {
         rollback: p.rollback,

@@ -6,7 +6,9 @@ use crate::plan::{Observed, RunningContainer};
 use crate::podman::{ContainerInfo, UnitSelection};
 use crate::state::{StateDir, UnitHistory, read_optional};
 use crate::systemd::UnitStatus;
-use crate::unit::{UnitFile, revision};
+use crate::unit::UnitFile;
+use crate::unit::dropins::revision_with;
+use crate::unit::revision::recorded_label;
 use std::collections::HashMap;
 
 #[derive(Debug, Clone, Default)]
@@ -147,7 +149,12 @@ pub fn observe(
     let file_revision = match &file_text {
         None => None,
         Some(text) => match UnitFile::parse(text) {
-            Ok(u) => Some(revision(&u)),
+            // A file whose label names another revision than its text and drop-ins make was
+            // written for other drop-ins: it is rewritten, so the container's label changes.
+            Ok(u) => {
+                let now = revision_with(&u, &t.dropins);
+                Some(recorded_label(&u).filter(|l| *l != now).unwrap_or(now))
+            }
             Err(e) => {
                 return Err(UnitError::BadFileOnDisk {
                     unit: t.name.file_name(),

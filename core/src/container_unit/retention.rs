@@ -22,7 +22,7 @@ use super::{Host, UnitError};
 use crate::plan::Wanted;
 use crate::podman::LocalImage;
 use crate::results::container_unit::{HistoryEntry, PrunedImage};
-use crate::state::{StateDir, read_json, read_optional};
+use crate::state::{StateDir, StateError, read_optional};
 use std::collections::BTreeSet;
 
 /// The repository of refit's own tags for one unit, as fetch names it:
@@ -130,7 +130,7 @@ fn retain(
     if let Some(cur) = h.revisions.last_mut()
         && cur.stream.is_none()
     {
-        cur.stream = stream_now(state);
+        cur.stream = stream_now(state)?;
     }
     h.keep(r.keep);
     let kept: BTreeSet<String> = h
@@ -199,18 +199,15 @@ fn removable(img: &LocalImage, repo: &str, in_use: Option<&BTreeSet<String>>) ->
     in_use.is_some_and(|u| !u.contains(&img.id)) && img.tags.iter().all(|t| in_repo(t, repo))
 }
 
-/// The stream the host is going to (a flow's lease) or is on (the last finished flow's).
-pub(super) fn stream_now(state: &StateDir) -> Option<String> {
-    let lease: Option<serde_json::Value> = read_json(&state.lease_file()).ok().flatten();
-    lease
-        .and_then(|l| l.get("stream").and_then(|s| s.as_str()).map(str::to_string))
-        .or_else(|| {
-            read_optional(&state.stream_file())
-                .ok()
-                .flatten()
-                .map(|s| s.trim().to_string())
-        })
-        .filter(|s| !s.is_empty())
+/// The stream the host is going to (a flow's lease) or is on (the last finished flow's). A
+/// lease or stream file that cannot be read is refused, as every other reader refuses it: a
+/// revision recorded without its stream would be rolled back to as if it were of none.
+pub(super) fn stream_now(state: &StateDir) -> Result<Option<String>, StateError> {
+    let stream = match state.read_lease()? {
+        Some(lease) => Some(lease.stream),
+        None => read_optional(&state.stream_file())?.map(|s| s.trim().to_string()),
+    };
+    Ok(stream.filter(|s| !s.is_empty()))
 }
 
 /// The unit's kept revisions, oldest first, and whether each one's image is still local.

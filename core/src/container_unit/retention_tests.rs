@@ -242,3 +242,19 @@ fn a_flow_pulls_with_present_and_its_start_prunes_with_the_roles_count() {
     }
     assert_eq!(bed.sim.image_ids(), ids(&["img-0", "img-3", "img-4"]));
 }
+
+#[test]
+fn a_corrupt_lease_is_refused_as_every_other_reader_refuses_it() {
+    use crate::state::{StateDir, StateError};
+    let d = tempfile::tempdir().expect("tmp");
+    let state = StateDir::new(d.path());
+    std::fs::write(d.path().join("stream"), "1.0\n").expect("stream");
+    assert_eq!(
+        super::retention::stream_now(&state).expect("no lease"),
+        Some("1.0".into())
+    );
+    std::fs::write(state.lease_file(), "{\"flow\": \"upd").expect("lease");
+    let err = super::retention::stream_now(&state).expect_err("a corrupt lease is refused");
+    assert!(matches!(err, StateError::Corrupt { .. }), "{err}");
+    assert!(err.to_string().contains("flow-lease.json"), "{err}");
+}

@@ -101,6 +101,7 @@ impl Applier<'_> {
         let prev = Desired::from_unit(
             UnitFile::parse(&back.text).map_err(|e| bad(e.to_string()))?,
             ImageRef::parse(&back.image_ref).map_err(|e| bad(e.to_string()))?,
+            &t.dropins,
         );
         let podman = self.host.podman;
         let image_id = match &back.image_id {

@@ -16,11 +16,11 @@ const STATES: &[&str] = &[
 ];
 
 const UNIT_COUNT: usize = 22;
-const RUN_COUNT: usize = 16;
+const RUN_COUNT: usize = 17;
 
 /// What describes one unit.
 pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
-    OptionSpec::new("name", Kind::Str, "The unit, as C(hello), C(hello.container), or a template C(worker@). Give O(name) or O(units)."),
+    OptionSpec::new("name", Kind::Str, "The unit, as C(hello), C(hello.container), a template C(worker@), or an instance file C(report@daily), which holds a unit of its own (no template). Give O(name) or O(units)."),
     OptionSpec::new("image", Kind::Str, "The image reference, C(Image=).").aliases(&["image_ref"]),
     OptionSpec::new("exec", Kind::Str, "The command, C(Exec=)."),
     OptionSpec::new("volumes", Kind::List(Elem::Str), "C(Volume=) entries, C(SOURCE:DEST[:OPTIONS])."),
@@ -168,6 +168,7 @@ const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
     )
     .default(Default::Bool(false)),
     OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live.").default(Default::Str("/etc/containers/systemd")),
+    OptionSpec::new("run_id", Kind::Str, crate::state::RUN_ID_DOC),
     OptionSpec::new("state_dir", Kind::Path, "refit's state dir, with the recent revisions of each unit and the lock.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
     OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str(crate::podman::DEFAULT_SOCKET)),
     OptionSpec::new(

@@ -5,9 +5,10 @@ use super::{Params, UnitError, UnitParams};
 use crate::plan::{Action, Reason, Wanted, plan};
 use crate::podman::ImageRef;
 use crate::systemd::Job;
+use crate::unit::dropins::{DropIn, revision_with};
 use crate::unit::render::RenderError;
 use crate::unit::revision::with_revision_label;
-use crate::unit::{ContainerOptions, UnitFile, UnitName, render, revision};
+use crate::unit::{ContainerOptions, UnitFile, UnitName, render};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -30,6 +31,9 @@ pub struct Target {
     pub secrets: Vec<super::secrets::UnitSecret>,
     /// For `rolled_back`: a prefix of the history id of the kept revision to go back to.
     pub rollback_to: Option<String>,
+    /// The drop-ins quadlet merges into the unit, read from the quadlet dir: part of the
+    /// revision, so a changed drop-in restarts the unit.
+    pub dropins: Vec<DropIn>,
 }
 
 impl Target {
@@ -55,8 +59,8 @@ pub struct Desired {
 }
 
 impl Desired {
-    pub fn from_unit(unit: UnitFile, image: ImageRef) -> Self {
-        let revision = revision(&unit);
+    pub fn from_unit(unit: UnitFile, image: ImageRef, dropins: &[DropIn]) -> Self {
+        let revision = revision_with(&unit, dropins);
         let needs_health = unit
             .value("Container", "HealthCmd")
             .is_some_and(|v| !v.is_empty() && v != "none");
@@ -135,8 +139,17 @@ pub fn targets(p: &Params, key: &super::secrets::SecretKey) -> Result<Vec<Target
             }
         })?;
         t.systemd_dir = p.systemd_dir.clone();
-        if !seen.insert(t.name.file_name()) {
-            return Err(UnitError::Duplicate(t.name.file_name()));
+        // A template's instances are files too (links to it): an instance file of the same
+        // name in the same run would be the same path.
+        let files = std::iter::once(t.name.file_name()).chain(
+            t.instances
+                .iter()
+                .map(|i| format!("{}{i}.container", t.name.stem())),
+        );
+        for file in files {
+            if !seen.insert(file.clone()) {
+                return Err(UnitError::Duplicate(file));
+            }
         }
         out.push(t);
     }
@@ -226,6 +239,7 @@ fn target(
     if u.rollback_to.is_some() && wanted != Wanted::RolledBack {
         return Err(UnitError::RollbackToWithoutRollback(name.file_name()));
     }
+    let dropins = crate::unit::dropins::read(quadlet_dir, &name.file_name())?;
     let desired = match wanted {
         Wanted::Absent | Wanted::RolledBack => None,
         _ => {
@@ -236,7 +250,7 @@ fn target(
             super::links::check_install(&r.unit)?;
             let mut unit = r.unit;
             crate::unit::socket::pull_in(&mut unit, name.stem());
-            Some(Desired::from_unit(unit, r.image))
+            Some(Desired::from_unit(unit, r.image, &dropins))
         }
     };
     let after = after_of(&u.options, desired.as_ref().map(|d| &d.unit));
@@ -252,6 +266,7 @@ fn target(
         systemd_dir: PathBuf::new(),
         secrets,
         rollback_to: u.rollback_to.clone(),
+        dropins,
     })
 }
 
@@ -304,7 +319,7 @@ fn to_record(
 ) -> Result<(), UnitError> {
     let unit = UnitFile::parse(&rec.text).map_err(RenderError::from)?;
     let image = ImageRef::parse(&rec.image_ref).map_err(RenderError::from)?;
-    t.desired = Some(Desired::from_unit(unit, image));
+    t.desired = Some(Desired::from_unit(unit, image, &t.dropins));
     obs.rollback_image_id = rec.image_id.clone();
     Ok(())
 }
@@ -329,7 +344,7 @@ pub fn resolve_checkpoint(
         .unwrap_or_default()
         .to_string();
     let image = ImageRef::parse(&image).map_err(RenderError::from)?;
-    t.desired = Some(Desired::from_unit(unit, image));
+    t.desired = Some(Desired::from_unit(unit, image, &t.dropins));
     obs.rollback_image_id = entry.image_id.clone();
     if !entry.active {
         t.wanted = Wanted::Present;

@@ -244,3 +244,29 @@ fn a_target_that_is_no_target_unit_is_refused_before_the_host_is_touched() {
         assert!(!bed.dir.path().join("systemd").exists(), "{bad}");
     }
 }
+
+#[test]
+fn r35_a_begin_that_fails_with_nothing_touched_releases_its_lease() {
+    let bed = Bed::new();
+    bed.deployed("a");
+    // An image no registry has: the fetch fails after the lease was taken, before any unit
+    // is written.
+    let args = bed.dirs(json!({
+        "action": "begin", "flow": "update", "stream": "1.0", "run_id": "r1",
+        "image_store": bed.dir.path(), "min_free_mb": 1, "pull": "missing",
+        "services": ["app"],
+        "units": [{"name": "app", "image": "127.0.0.1:5000/app:missing"}],
+    }));
+    let out = bed.respond(&SPEC, args.clone());
+    assert_eq!(out["failed"], json!(true), "{out}");
+    assert_eq!(
+        (out["began"].clone(), out["touched"].clone()),
+        (json!(true), json!(false)),
+        "{out}"
+    );
+    assert!(!bed.state("flow-lease.json").exists(), "lease released");
+    // So the next run, at once, is neither refused as live nor told to wait.
+    let again = bed.begin("b");
+    assert_eq!(again["failed"], json!(false), "{again}");
+    assert_eq!(again["resumed"], json!(false), "{again}");
+}

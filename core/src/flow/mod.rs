@@ -4,7 +4,9 @@
 //! `begin` fails, before anything stops, when: another run's lease is held (a run of the same
 //! flow and stream resumes it instead), an upgrade path is not allowed, the image store is short
 //! of space, the podman API is unreachable, a service is unhealthy, or an image is missing.
-//! `finish` records the stream in use and releases the lease.
+//! `finish` records the stream in use and releases the lease; `end` closes a run that failed
+//! (flow/lease.rs). A `begin` that fails after it took the lease, with nothing touched,
+//! releases the lease itself.
 //!
 //! Given the deployment's `units` (and `migrations`), `begin` also fetches every image, writes
 //! and plans every unit and judges every migration (flow/plan.rs); when nothing is to do it
@@ -25,10 +27,11 @@ use crate::state::{StateDir, StateError, atomic_write, read_optional, remove_fil
 use crate::systemd::Remembered;
 use serde::Deserialize;
 use std::path::PathBuf;
-use std::time::Duration;
 
-pub use lease::{Lease, Leases, Taken};
+pub use crate::state::Lease;
+pub use lease::{Judge, Leases, Liveness, Taken};
 
+pub use derived::run_id;
 pub use stream::{PathError, check_upgrade};
 
 /// The flow a run is: what the lease, the checkpoint and the stop record are named after.
@@ -55,6 +58,7 @@ impl Flow {
 pub enum Action {
     Begin,
     Finish,
+    End,
     Abandon,
     Status,
 }
@@ -76,6 +80,10 @@ pub struct Params {
     pub offline: bool,
     pub min_free_mb: u64,
     pub lease_grace: u64,
+    #[serde(default)]
+    pub ended_runs: Vec<String>,
+    #[serde(default)]
+    pub recovered: bool,
     pub image_store: PathBuf,
     pub state_dir: PathBuf,
     pub podman_socket: String,
@@ -113,7 +121,7 @@ pub enum FlowError {
         path: PathBuf,
     },
     #[error(
-        "preflight: run {run_id} (started {started_at}) is live: a refit module worked on this host {quiet_secs} s ago; wait for it to finish. If that run is dead, run again once the host has been quiet for {grace_secs} s, and this run resumes it"
+        "preflight: run {run_id} (started {started_at}) is live: its last module call on this host was {quiet_secs} s ago; wait for it to finish. If its controller is gone (killed, powered off), run again {grace_secs} s after that call, and the new run resumes it"
     )]
     Live {
         run_id: String,
@@ -169,6 +177,8 @@ pub enum FlowError {
     Unit(#[from] crate::container_unit::UnitError),
     #[error(transparent)]
     Migrate(#[from] crate::migrate::MigrateError),
+    #[error("preflight: {0}")]
+    BootTime(#[from] crate::time::BootTimeError),
 }
 
 /// What every action reads first: the state dir's stream and lease.
@@ -225,7 +235,8 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowErro
                 cx.recorded.as_deref().unwrap_or("none recorded")
             ),
         ),
-        Action::Abandon => abandon(&cx, inv)?,
+        Action::Abandon => lease::abandon(&cx, inv)?,
+        Action::End => cx.leases.end(&cx.run_id, p.recovered, inv)?,
         Action::Begin => return begin(&cx, inv, host, report),
         // Recording the stream a run reached is bookkeeping, not a change to the services, so
         // a no-op run stays `changed=0`.
@@ -238,32 +249,6 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowErro
         }
     };
     Ok(Outcome::new(changed, msg).with_data(&report))
-}
-
-fn abandon(cx: &Context, inv: &Invocation) -> Result<(bool, String), FlowError> {
-    Ok(match &cx.lease {
-        None => (false, "no lease is held".to_string()),
-        // With a run_id, only that run's own lease is released, never another run's.
-        Some(l) if cx.p.run_id.as_ref().is_some_and(|id| *id != l.run_id) => (
-            false,
-            format!(
-                "the lease belongs to run {}, not this one; left as it is",
-                l.run_id
-            ),
-        ),
-        Some(l) => {
-            if !inv.check_mode {
-                remove_file(cx.leases.path())?;
-            }
-            (
-                true,
-                format!(
-                    "released the lease of the unfinished {} to {}",
-                    l.flow, l.stream
-                ),
-            )
-        }
-    })
 }
 
 /// Every check before anything is touched, then the lease; with `units`, the plan too, and
@@ -287,15 +272,13 @@ fn begin(
     if let Some(t) = &p.target {
         target::validate(t)?;
     }
-    let grace = Duration::from_secs(p.lease_grace);
     // Read-only first: a refusal for any reason writes nothing.
     let decided = cx.leases.decide(
         cx.lease.as_ref(),
         flow,
         stream,
         run_id,
-        cx.leases.quiet_for(),
-        grace,
+        &lease::judge(p, &host.clock.boot_time()?),
     )?;
     if cx.kind != Some(Flow::Upgrade)
         && let Some(r) = &cx.recorded
@@ -341,13 +324,15 @@ fn begin(
     let how = if inv.check_mode {
         "all checks passed".to_string()
     } else {
-        let (taken, moved) = take_lease(cx, host, &mut report, grace)?;
+        let (taken, moved) = lease::take(cx, host, &mut report)?;
         if moved {
             remembered.forget();
         }
         report.began = true;
         match taken {
-            Taken::Resumed { from } => format!("resuming an interrupted run ({from})"),
+            Taken::Resumed { from, found } => {
+                format!("resuming an interrupted run ({from}, {found})")
+            }
             Taken::Own | Taken::Fresh => "all checks passed".into(),
         }
     };
@@ -355,6 +340,26 @@ fn begin(
     if let Some(which) = unhealthy {
         msg = format!("{msg} ({which}, which the resumed run converges)");
     }
+    let began = report.began;
+    let out = after_lease(cx, inv, host, report, msg);
+    if began {
+        lease::release_untouched(cx, out)
+    } else {
+        out
+    }
+}
+
+/// The rest of `begin`, once the lease is this run's: the target, then the fetch and the plan,
+/// and the finish when nothing is to do.
+fn after_lease(
+    cx: &Context,
+    inv: &Invocation,
+    host: &Host,
+    mut report: Report,
+    mut msg: String,
+) -> Result<Outcome, FlowError> {
+    let p = cx.p;
+    let (flow, stream) = (&cx.flow, &cx.stream);
     if let Some(t) = &p.target {
         report.target_written = target::ensure(host, &p.systemd_dir, t, inv.check_mode)?;
         if report.target_written {
@@ -372,7 +377,7 @@ fn begin(
     }
     // From here on the host may be changed; a failure says whether it was, for recovery.
     let checkpoint = cx.state.checkpoint(flow);
-    let planned = match plan::make(p, inv, host, flow) {
+    let planned = match plan::make(p, inv, host, flow, &cx.run_id) {
         Ok(planned) => planned,
         Err(e) => {
             report.touched = report.began && checkpoint.exists();
@@ -414,60 +419,6 @@ fn begin(
     out.mask_also = planned.revealed;
     out.mask_also.extend(units.mask_also.iter().cloned());
     Ok(out)
-}
-
-/// The decision again, under the lock: another controller may have taken the lease since it
-/// was read. Then the archive is loaded and the lease written. Also says whether the host may
-/// have moved since the checks looked at it: another module held the lock first, or an archive
-/// was loaded.
-fn take_lease(
-    cx: &Context,
-    host: &Host,
-    report: &mut Report,
-    grace: Duration,
-) -> Result<(Taken, bool), FlowError> {
-    let p = cx.p;
-    let leases = &cx.leases;
-    let quiet = leases.quiet_for();
-    let lock = leases.lock(&cx.run_id)?;
-    let moved = lock.waited() || p.image_archive.is_some();
-    let held = leases.read()?;
-    let taken = leases.decide(
-        held.as_ref(),
-        &cx.flow,
-        &cx.stream,
-        &cx.run_id,
-        quiet,
-        grace,
-    )?;
-    if let Some(archive) = &p.image_archive {
-        report.loaded_images = host.podman.load_archive(archive)?;
-        checks::check_images(host, &p.images())?;
-    }
-    let mut resumed_from = held
-        .as_ref()
-        .map(|l| l.resumed_from.clone())
-        .unwrap_or_default();
-    if let Taken::Resumed { from } = &taken {
-        resumed_from.push(from.clone());
-    }
-    let l = Lease {
-        flow: cx.flow.clone(),
-        stream: cx.stream.clone(),
-        from_stream: held
-            .as_ref()
-            .and_then(|l| l.from_stream.clone())
-            .or(cx.recorded.clone()),
-        run_id: cx.run_id.clone(),
-        started_at: held
-            .as_ref()
-            .map_or_else(crate::time::now_rfc3339, |l| l.started_at.clone()),
-        resumed_from,
-    };
-    leases.write(&l)?;
-    report.resumed = matches!(taken, Taken::Resumed { .. });
-    drop(lock);
-    Ok((taken, moved))
 }
 
 /// Records the stream and releases the lease: only the run that owns it may.

@@ -45,7 +45,11 @@ pub fn wanted(p: &Params) -> bool {
     !p.units.is_empty()
 }
 
-fn unit_params(p: &Params, flow: &str) -> Result<container_unit::Params, FlowError> {
+fn unit_params(
+    p: &Params,
+    flow: &str,
+    run_id: Option<&str>,
+) -> Result<container_unit::Params, FlowError> {
     through_spec(
         &container_unit::spec::SPEC,
         json!({
@@ -58,6 +62,8 @@ fn unit_params(p: &Params, flow: &str) -> Result<container_unit::Params, FlowErr
             "keep_revisions": p.keep_revisions,
             // The checkpoint of how every unit was before this run, which recovery restores.
             "checkpoint": flow,
+            // The run's own call: it renews the run's heartbeat.
+            "run_id": run_id,
             // Each new text waits in the stage of that name until its unit restarts.
             "stage": true,
             "quadlet_dir": p.quadlet_dir,
@@ -113,7 +119,7 @@ pub fn validate_all(p: &Params, flow: &str) -> Result<container_unit::Reads, Flo
     if !wanted(p) {
         return Ok(container_unit::Reads::default());
     }
-    let reads = container_unit::validate(&unit_params(p, flow)?)?;
+    let reads = container_unit::validate(&unit_params(p, flow, None)?)?;
     if !p.migrations.is_empty() {
         migrate::validate(&migrate_params(p, flow)?)?;
     }
@@ -121,15 +127,27 @@ pub fn validate_all(p: &Params, flow: &str) -> Result<container_unit::Reads, Flo
 }
 
 /// Fetches, writes and plans every unit (nothing restarts), then judges every migration on
-/// the image its unit is about to run.
-pub fn make(p: &Params, inv: &Invocation, host: &Host, flow: &str) -> Result<FlowPlan, FlowError> {
-    let units = container_unit::run(unit_params(p, flow)?, inv, host)?;
+/// the image its unit is about to run; as run `run_id`'s calls.
+pub fn make(
+    p: &Params,
+    inv: &Invocation,
+    host: &Host,
+    flow: &str,
+    run_id: &str,
+) -> Result<FlowPlan, FlowError> {
+    let units = container_unit::run(unit_params(p, flow, Some(run_id))?, inv, host)?;
     let (migrations, revealed) = if p.migrations.is_empty() || units.failed {
         (Vec::new(), Vec::new())
     } else {
         let state = crate::state::StateDir::new(&p.state_dir);
         let _lock = (!inv.check_mode)
-            .then(|| state.lock(&format!("flow_state {flow}: judging migrations")))
+            .then(|| {
+                state.lock_for_run(
+                    &format!("flow_state {flow}: judging migrations"),
+                    Some(run_id),
+                    host.clock,
+                )
+            })
             .transpose()?;
         migrate::judge_all(&migrate_params(p, flow)?, inv, host)?
     };

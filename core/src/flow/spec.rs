@@ -6,10 +6,10 @@ pub static OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
         "action",
         Kind::Str,
-        "C(begin) runs the preflight checks and takes the run lease.\nC(finish) records the stream and releases the lease.\nC(abandon) releases a lease an interrupted run left; with O(run_id), only that run's own lease.\nC(status) only reads the recorded stream.",
+        "C(begin) runs the preflight checks and takes the run lease.\nC(finish) records the stream and releases the lease.\nC(end) ends a run that failed, after its recovery: with O(recovered), its lease is released; without, it is kept, marked as ended, so nothing else runs on the host and the next run of the same flow and stream resumes it at once.\nC(abandon) releases a lease an interrupted run left; with O(run_id), only that run's own lease.\nC(status) only reads the recorded stream.",
     )
     .default(Default::Str("begin"))
-    .choices(&["begin", "finish", "abandon", "status"]),
+    .choices(&["begin", "finish", "end", "abandon", "status"]),
     OptionSpec::new("flow", Kind::Str, "The flow this run is. Required for C(begin) and C(finish).").choices(&["deploy", "update", "upgrade"]),
     OptionSpec::new("stream", Kind::Str, "The stream this run converges to, for example C(1.1). Required for C(begin) and C(finish)."),
     OptionSpec::new(
@@ -21,7 +21,7 @@ pub static OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
         "run_id",
         Kind::Str,
-        "Identifies this run. Required for C(finish); with C(abandon), releases only this run's lease.\nC(begin) names the run C(FLOW-YYYYMMDDTHHMMSS.ffffff) (UTC) when it is not given, and returns the name in RV(run_id) for the later calls.",
+        "Identifies this run. Required for C(finish) and C(end); with C(abandon), releases only this run's lease.\nC(begin) names the run C(FLOW-YYYYMMDDTHHMMSS.ffffff) (UTC) when it is not given, and returns the name in RV(run_id) for the later calls.",
     ),
     OptionSpec::new(
         "services",
@@ -44,9 +44,15 @@ pub static OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
         "lease_grace",
         Kind::Int,
-        "Seconds the host must have been without a refit module at work before another run of the same flow and stream may take over a lease as an interrupted run's.\nBefore that, the lease's run counts as live and C(begin) is refused with the holder named.\nA run is live while any refit module holds the state lock, or released it less than this long ago.",
+        "Seconds after the lease's run last showed it was alive before another run of the same flow and stream may take over its lease as an interrupted run's.\nA run is live while any refit module holds the state lock, or when its own last module call let go of it less than this long ago, in this boot, on the boot clock (which no clock step moves); C(begin) then refuses with the run named.\nA lease from an earlier boot, or whose heartbeat is ahead of the clock, counts as interrupted at once.",
     )
     .default(Default::Int(20)),
+    OptionSpec::new(
+        "ended_runs",
+        Kind::List(Elem::Str),
+        "With C(begin), runs the caller saw end (refitctl passes the runs whose ansible-playbook it saw exit): a lease of one of them is resumed at once, not waited for. A module at work, holding the state lock, still refuses C(begin).",
+    ),
+    OptionSpec::new("recovered", Kind::Bool, "With C(end), whether the run's recovery put everything back.").default(Default::Bool(false)),
     OptionSpec::new("image_store", Kind::Path, "Where podman keeps images.").default(Default::Str("/var/lib/containers/storage")),
     OptionSpec::new("state_dir", Kind::Path, "refit's state dir, with the stream in use and the run lease.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
     OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str(crate::podman::DEFAULT_SOCKET)),
@@ -117,6 +123,11 @@ pub static SPEC: ModuleSpec = ModuleSpec {
             option: "action",
             value: "finish",
             requires: &["flow", "stream", "run_id"],
+        },
+        RequiredIf {
+            option: "action",
+            value: "end",
+            requires: &["run_id"],
         },
     ],
 };

@@ -68,6 +68,9 @@ pub struct Params {
     /// Milliseconds a service started again stays serving before it counts as back.
     #[serde(default = "default_min_healthy_time")]
     pub min_healthy_time: u64,
+    /// The flow run this call is part of.
+    #[serde(default)]
+    pub run_id: Option<String>,
     pub quadlet_dir: PathBuf,
     pub state_dir: PathBuf,
     pub podman_socket: String,
@@ -249,7 +252,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, MigrateE
     let _lock = if inv.check_mode {
         None
     } else {
-        Some(state.lock("run_migrations")?)
+        Some(state.lock_for_run("run_migrations", p.run_id.as_deref(), host.clock)?)
     };
     if p.restore {
         return restore(&p, inv, host, &state, t0);

@@ -34,21 +34,13 @@ pub enum LockError {
     },
 }
 
-/// Held for as long as it lives. Its file's mtime says when a refit module last held it,
-/// which is how a flow tells a live run from an interrupted one (flow/lease.rs).
+/// Held for as long as it lives: while it is, a flow's run counts as live (flow/lease.rs).
 #[derive(Debug)]
 pub struct Lock {
-    file: File,
+    /// Held, never read: the flock lasts as long as this open file.
+    _file: File,
     /// Another holder had it first: what was read of the host before may have changed.
     waited: bool,
-}
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        // The end of a module's work is activity too: the gap to the flow's next phase is
-        // measured from here, not from when a long phase began.
-        let _ = self.file.set_modified(std::time::SystemTime::now());
-    }
 }
 
 impl Lock {
@@ -105,7 +97,10 @@ impl Lock {
         file.set_len(0).map_err(io)?;
         file.rewind().map_err(io)?;
         file.write_all(note.as_bytes()).map_err(io)?;
-        Ok(Lock { file, waited })
+        Ok(Lock {
+            _file: file,
+            waited,
+        })
     }
 
     /// Whether another holder had the lock when this one asked for it.

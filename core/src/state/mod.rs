@@ -2,6 +2,7 @@
 //! migration stamps, the stream in use, and the lock. Every write is atomic.
 
 mod atomic;
+mod lease;
 mod lock;
 mod revisions;
 mod stage;
@@ -9,6 +10,7 @@ mod stage;
 pub use atomic::{
     atomic_write, create_new, is_plain_name, read_json, read_optional, remove_file, write_json,
 };
+pub use lease::{Heartbeat, Lease, RUN_ID_DOC, RunLock};
 pub use lock::{Lock, LockError};
 pub use revisions::{
     KEEP as KEEP_REVISIONS, MAX_KEEP as MAX_KEEP_REVISIONS, PickError, RevisionRecord, UnitHistory,
@@ -47,6 +49,16 @@ pub enum StateError {
     Corrupt { path: PathBuf, detail: String },
     #[error(transparent)]
     Lock(#[from] LockError),
+    #[error(
+        "the run lease {path} belongs to run {holder}, not to run {run_id}, which made this call: another run took the host over, so this call did nothing; let run {holder} finish, and stop run {run_id}"
+    )]
+    NotLeaseHolder {
+        path: PathBuf,
+        holder: String,
+        run_id: String,
+    },
+    #[error(transparent)]
+    BootTime(#[from] crate::time::BootTimeError),
 }
 
 pub fn io_err<'a>(
@@ -89,7 +101,7 @@ impl StateDir {
         self.path("flow-lease.json")
     }
 
-    /// The lock every module takes while it works; its mtime says when one last did.
+    /// The lock every module takes while it works; the kernel lets go of it when its holder dies.
     pub fn lock_file(&self) -> PathBuf {
         self.path("lock")
     }

@@ -8,10 +8,10 @@ mod order;
 pub mod spec;
 
 use crate::ansible::{Invocation, Outcome};
-use crate::converge::Clock;
 use crate::results::stop_services::StopResult;
 use crate::state::{StateDir, StateError, is_plain_name, read_json, remove_file, write_json};
 use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
+use crate::time::Clock;
 use crate::unit::name::{NameError, validate_systemd_unit};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -37,6 +37,9 @@ pub struct Params {
     pub timeout: u64,
     pub missing_ok: bool,
     pub record: String,
+    /// The flow run this call is part of.
+    #[serde(default)]
+    pub run_id: Option<String>,
     pub state_dir: PathBuf,
 }
 
@@ -109,7 +112,11 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, StopErro
     let _lock = if inv.check_mode {
         None
     } else {
-        Some(state.lock(&format!("stop_services {}", p.record))?)
+        Some(state.lock_for_run(
+            &format!("stop_services {}", p.record),
+            p.run_id.as_deref(),
+            host.clock,
+        )?)
     };
     let deadline = Duration::from_secs(p.timeout);
     let mut report = StopResult {
@@ -521,7 +528,7 @@ fn save_record(path: &std::path::Path, rec: &StopRecord) -> Result<(), StateErro
 pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, StopError> {
     let host = Host {
         systemd: &crate::systemd::Systemctl,
-        clock: &crate::converge::SystemClock,
+        clock: &crate::time::SystemClock,
     };
     run(p, inv, &host)
 }

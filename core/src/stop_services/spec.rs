@@ -26,6 +26,7 @@ pub static OPTIONS: &[OptionSpec] = &[
     OptionSpec::new("missing_ok", Kind::Bool, "Skip a unit that does not exist, instead of failing.").default(Default::Bool(false)),
     OptionSpec::new("record", Kind::Str, "The name of the stop record, so several flows can keep their own.")
         .default(Default::Str("default")),
+    OptionSpec::new("run_id", Kind::Str, crate::state::RUN_ID_DOC),
     OptionSpec::new("state_dir", Kind::Path, "refit's state dir.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
 ];
 

@@ -154,7 +154,7 @@ fn a_stop_that_never_ends_fails_at_the_deadline_on_the_fake_clock() {
 
 impl Bed {
     fn clock_now(&self) -> Instant {
-        crate::converge::Clock::now(&self.clock)
+        crate::time::Clock::now(&self.clock)
     }
 }
 

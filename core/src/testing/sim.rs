@@ -139,10 +139,14 @@ impl SimHost {
             return;
         }
         let stem = service.trim_end_matches(".service");
-        // An instance runs its template's file.
+        // An instance runs its own file when it has one (an instance file, or a link to the
+        // template), else its template's, as quadlet generates them.
+        let own = format!("{stem}.container");
         let file = match stem.split_once('@') {
-            Some((template, _)) => format!("{template}@.container"),
-            None => format!("{stem}.container"),
+            Some((template, _)) if !self.quadlet_dir.join(&own).exists() => {
+                format!("{template}@.container")
+            }
+            _ => own,
         };
         let text = std::fs::read_to_string(self.quadlet_dir.join(file)).unwrap_or_default();
         let unit = UnitFile::parse(&text).unwrap_or_default();

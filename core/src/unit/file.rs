@@ -12,6 +12,10 @@ pub enum ParseError {
         "line {0}: `{1}` comes before any [Section]; start the unit with [Unit] or [Container]"
     )]
     NoSection(usize, String),
+    #[error(
+        "line {0}: {1:?} is not a valid section header; a name is not empty and has no [, ] or control characters"
+    )]
+    Section(usize, String),
 }
 
 /// Why a value cannot be written as `Key=Value` and read back the same.
@@ -51,6 +55,26 @@ pub fn check_value(v: &str) -> Result<(), Unrepresentable> {
     Ok(())
 }
 
+/// quadlet's comment lines: blank, or starting with `#` or `;` (after trimming).
+fn is_comment(line: &str) -> bool {
+    line.is_empty() || line.starts_with('#') || line.starts_with(';')
+}
+
+/// The name of a `[Section]` line: `[` first, and nothing but spaces or tabs after the first `]`.
+fn group_name(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix('[')?;
+    let (name, after) = rest.split_once(']')?;
+    after.chars().all(|c| c == ' ' || c == '\t').then_some(name)
+}
+
+/// A single value as quadlet's `Lookup` reads it.
+pub fn unquote(v: &str) -> &str {
+    let v = v.trim_end();
+    v.strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap_or(v)
+}
+
 /// A unit as sections of ordered `Key=Value` entries. Keys repeat (`Environment=` twice) and
 /// order matters to systemd, so neither is normalized.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -65,67 +89,79 @@ pub struct Section {
 }
 
 impl UnitFile {
+    /// Reads `text` as quadlet's own parser does (podman's `pkg/systemd/parser`), so the unit
+    /// refit judges, hashes and writes is the one quadlet will generate a service from:
+    /// - lines are trimmed of white space; blank lines and `#`/`;` lines are comments;
+    /// - a trailing `\` joins the next line on with nothing in between (`hello\` then
+    ///   `world` is `helloworld`), and comments or blank lines inside a continuation are
+    ///   skipped; on the last line the backslash is dropped;
+    /// - a section header that appears again continues that section: later entries go there,
+    ///   not to the section opened last;
+    /// - a value keeps what it says, quotes and escapes included; `value` unquotes as quadlet
+    ///   reads a single value.
     pub fn parse(text: &str) -> Result<Self, ParseError> {
         let mut unit = UnitFile::default();
+        let mut current: Option<usize> = None;
+        let lines: Vec<&str> = text
+            .strip_suffix('\n')
+            .unwrap_or(text)
+            .split('\n')
+            .collect();
+        let last = lines.len().saturating_sub(1);
         let mut pending = String::new();
         let mut pending_line = 0;
-        for (i, raw) in text.lines().enumerate() {
+        for (i, raw) in lines.iter().enumerate() {
             let lineno = i + 1;
-            // A trailing backslash continues the line, as systemd reads it.
-            if !pending.is_empty() {
-                pending.push(' ');
-            } else {
+            let trimmed = raw.trim();
+            if is_comment(trimmed) {
+                continue;
+            }
+            if pending.is_empty() {
                 pending_line = lineno;
             }
-            let trimmed = raw.trim();
-            if pending.is_empty()
-                && (trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with(';'))
-            {
-                continue;
+            match trimmed.strip_suffix('\\') {
+                Some(head) if i != last => {
+                    pending.push_str(head);
+                    continue;
+                }
+                Some(head) => pending.push_str(head),
+                None => pending.push_str(trimmed),
             }
-            if let Some(cont) = trimmed.strip_suffix('\\') {
-                pending.push_str(cont.trim_end());
-                continue;
-            }
-            pending.push_str(trimmed);
             let line = std::mem::take(&mut pending);
-            unit.add_line(pending_line, line.trim())?;
+            unit.add_line(&mut current, pending_line, &line)?;
         }
-        if !pending.is_empty() {
-            let line = std::mem::take(&mut pending);
-            unit.add_line(pending_line, line.trim())?;
-        }
+        // quadlet drops a continuation that only comments follow; so does refit, to agree.
         Ok(unit)
     }
 
-    fn add_line(&mut self, lineno: usize, line: &str) -> Result<(), ParseError> {
-        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            self.section_mut(name.trim());
+    fn add_line(
+        &mut self,
+        current: &mut Option<usize>,
+        lineno: usize,
+        line: &str,
+    ) -> Result<(), ParseError> {
+        if let Some(name) = group_name(line) {
+            if name.is_empty() || name.chars().any(|c| c == '[' || c.is_control()) {
+                return Err(ParseError::Section(lineno, line.to_string()));
+            }
+            *current = Some(self.section_index(name));
             return Ok(());
         }
-        let Some((k, v)) = line.split_once('=') else {
+        let Some((k, v)) = line.split_once('=').filter(|(k, _)| !k.is_empty()) else {
             return Err(ParseError::Syntax(lineno, line.to_string()));
         };
-        let key = k.trim();
-        if key.is_empty()
-            || !key
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return Err(ParseError::Syntax(lineno, line.to_string()));
-        }
-        let Some(section) = self.sections.last_mut() else {
+        let Some(idx) = *current else {
             return Err(ParseError::NoSection(lineno, line.to_string()));
         };
-        section
+        self.sections[idx]
             .entries
-            .push((key.to_string(), v.trim().to_string()));
+            .push((k.trim_end().to_string(), v.trim_start().to_string()));
         Ok(())
     }
 
-    /// The section of that name, created at the end if missing.
-    pub fn section_mut(&mut self, name: &str) -> &mut Section {
-        let idx = match self.sections.iter().position(|s| s.name == name) {
+    /// The index of the section of that name, created at the end if missing.
+    fn section_index(&mut self, name: &str) -> usize {
+        match self.sections.iter().position(|s| s.name == name) {
             Some(i) => i,
             None => {
                 self.sections.push(Section {
@@ -134,7 +170,12 @@ impl UnitFile {
                 });
                 self.sections.len() - 1
             }
-        };
+        }
+    }
+
+    /// The section of that name, created at the end if missing.
+    pub fn section_mut(&mut self, name: &str) -> &mut Section {
+        let idx = self.section_index(name);
         &mut self.sections[idx]
     }
 
@@ -152,9 +193,11 @@ impl UnitFile {
         })
     }
 
-    /// The last value of `key` in `section`: the one systemd and quadlet use.
+    /// The last value of `key` in `section`, as quadlet reads a single value: trailing white
+    /// space dropped, and one pair of surrounding double quotes taken off
+    /// (`Image="localhost/app"` names `localhost/app`).
     pub fn value<'a>(&'a self, section: &str, key: &'a str) -> Option<&'a str> {
-        self.values(section, key).last()
+        self.values(section, key).last().map(unquote)
     }
 
     /// Renders the unit, leaving out the entries `skip` matches.

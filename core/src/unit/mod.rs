@@ -1,7 +1,10 @@
 //! The quadlet `.container` unit model: names, parsing and rendering, canonical text and the
 //! revision hash. Pure code: it reads and writes no files.
 
+pub mod dropins;
 pub mod file;
+#[cfg(test)]
+mod grammar_tests;
 pub mod name;
 pub mod render;
 pub mod revision;

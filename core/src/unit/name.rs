@@ -15,14 +15,18 @@ pub enum NameError {
     #[error("unit name {0:?} must end in .container, or have no suffix at all")]
     Suffix(String),
     #[error(
-        "unit name {0:?} names one instance; manage the template instead: name `{1}@` with `instances: [{2}]`"
+        "unit name {0:?} has nothing before its @; a template is NAME@, an instance file NAME@INSTANCE"
     )]
-    Instance(String, String, String),
-    #[error("unit name {0:?} has more than one @; a template is NAME@, an instance NAME@INSTANCE")]
+    NoPrefix(String),
+    #[error(
+        "unit name {0:?} has more than one @; a template is NAME@, an instance file NAME@INSTANCE"
+    )]
     ManyAt(String),
 }
 
-/// A validated `.container` unit name: `hello` or the template `worker@`.
+/// A validated `.container` unit name: `hello`, the template `worker@`, or the instance file
+/// `report@daily`. An instance file holds a unit of its own (quadlet generates
+/// `report@daily.service` from its own text), so refit manages it as a plain unit.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct UnitName {
     /// The name without `.container`: `hello`, `worker@`.
@@ -45,15 +49,8 @@ impl UnitName {
         }
         match stem.matches('@').count() {
             0 => {}
-            1 if stem.ends_with('@') && stem.len() > 1 => {}
-            1 => {
-                let (base, inst) = stem.split_once('@').unwrap_or((stem, ""));
-                return Err(NameError::Instance(
-                    raw.to_string(),
-                    base.to_string(),
-                    inst.to_string(),
-                ));
-            }
+            1 if stem.starts_with('@') => return Err(NameError::NoPrefix(raw.to_string())),
+            1 => {}
             _ => return Err(NameError::ManyAt(raw.to_string())),
         }
         Ok(UnitName {
@@ -174,6 +171,15 @@ mod tests {
         let t = UnitName::parse("worker@.container").expect("valid");
         assert!(t.is_template());
         assert_eq!(t.instance_service("3"), "worker@3.service");
+        let i = UnitName::parse("report@daily.container").expect("valid");
+        assert!(!i.is_template());
+        assert_eq!(
+            (i.file_name(), i.service()),
+            (
+                "report@daily.container".into(),
+                "report@daily.service".into()
+            )
+        );
     }
 
     #[test]
@@ -196,8 +202,8 @@ mod tests {
             assert!(validate_systemd_unit(bad).is_err(), "{bad:?} was accepted");
         }
         assert!(matches!(
-            UnitName::parse("worker@1"),
-            Err(NameError::Instance(..))
+            UnitName::parse("@1"),
+            Err(NameError::NoPrefix(..))
         ));
         assert!(matches!(
             UnitName::parse("hello.service"),

@@ -23,6 +23,10 @@ pub enum RenderError {
         "the unit has no image: set `image`, or an `Image=` line in the [Container] section of `content`"
     )]
     NoImage,
+    #[error(
+        "Image={0} names a quadlet .{1} unit, not an image in a registry; refit does not manage .image and .build units yet: give the image reference itself"
+    )]
+    ImageUnit(String, &'static str),
     #[error("the unit content does not parse: {0}")]
     Parse(#[from] ParseError),
     #[error(transparent)]
@@ -74,7 +78,7 @@ pub fn render(
     secret_name: SecretNamer<'_>,
 ) -> Result<RenderedUnit, RenderError> {
     let mut unit = match &opts.content {
-        Some(text) => UnitFile::parse(text)?,
+        Some(text) => writable(UnitFile::parse(text)?)?,
         None => structured(opts, secret_name)?,
     };
     // `Wants=`, not `Requires=`: systemd propagates a restart along Requires=, BindsTo=,
@@ -103,8 +107,37 @@ pub fn render(
     let image = unit
         .value("Container", "Image")
         .ok_or(RenderError::NoImage)?;
+    // quadlet reads `app.image` and `app.build` as units whose image it runs; refit would
+    // otherwise pull `docker.io/library/app.image`.
+    for kind in ["image", "build"] {
+        if image.ends_with(&format!(".{kind}")) {
+            return Err(RenderError::ImageUnit(image.to_string(), kind));
+        }
+    }
     let image = ImageRef::parse(image)?;
     Ok(RenderedUnit { unit, image })
+}
+
+/// The parsed `content`, if refit can write each of its values back as it read it: a value
+/// that ends in a backslash or in white space (only the file's last line can hold one) would
+/// join the next line, or lose its end, once written.
+fn writable(unit: UnitFile) -> Result<UnitFile, RenderError> {
+    for s in &unit.sections {
+        for (k, v) in &s.entries {
+            let why = if v.ends_with('\\') {
+                Unrepresentable::TrailingBackslash
+            } else if v.trim_end() != v {
+                Unrepresentable::Padding
+            } else {
+                continue;
+            };
+            return Err(RenderError::Value {
+                param: format!("content [{}] {k}=", s.name),
+                why,
+            });
+        }
+    }
+    Ok(unit)
 }
 
 fn structured(o: &ContainerOptions, secret_name: SecretNamer<'_>) -> Result<UnitFile, RenderError> {
@@ -357,6 +390,17 @@ mod tests {
             render(&opts(json!({"env": {"A": "1"}}))),
             Err(RenderError::NoImage)
         );
+    }
+
+    #[test]
+    fn an_image_or_build_unit_is_not_taken_for_a_registry_name() {
+        for (image, kind) in [("app.image", "image"), ("\"app.build\"", "build")] {
+            let content = format!("[Container]\nImage={image}\n");
+            assert_eq!(
+                render(&opts(json!({ "content": content }))),
+                Err(RenderError::ImageUnit(image.trim_matches('"').into(), kind))
+            );
+        }
     }
 
     #[test]
