@@ -167,6 +167,7 @@ fn samples(module: &str) -> Vec<serde_json::Value> {
                 instances: vec![cu::InstanceResult::default()],
                 held: vec!["worker@3.service".into()],
                 socket_replaced: Some(false),
+                staged: true,
                 images_pruned: vec![cu::PrunedImage::default()],
                 history: Some(vec![cu::HistoryEntry::default()]),
                 image: cu::ImageResult {
@@ -202,6 +203,7 @@ fn samples(module: &str) -> Vec<serde_json::Value> {
                 unit: some(),
                 stopped: vec!["app.service".into()],
                 started: vec!["app.service".into()],
+                installed: true,
                 backup: Some(Box::new(taken.clone())),
                 ..rm::MigrationResult::default()
             };

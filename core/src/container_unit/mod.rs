@@ -81,6 +81,9 @@ pub struct Params {
     /// The flow run this call is part of.
     #[serde(default)]
     pub run_id: Option<String>,
+    /// New texts go to the stage named by `checkpoint`, not the quadlet dir (`state::stage`).
+    #[serde(default)]
+    pub stage: bool,
     pub quadlet_dir: PathBuf,
     pub systemd_dir: PathBuf,
     pub state_dir: PathBuf,
@@ -138,6 +141,10 @@ pub enum UnitError {
     RollbackToWithoutRollback(String),
     #[error(transparent)]
     Pick(#[from] crate::state::PickError),
+    #[error(
+        "stage: a stage is named by `checkpoint`, and only `state: present` writes one; give both, or leave stage out"
+    )]
+    StageNeeds,
     #[error("checkpoint name {0:?} must be a plain name: letters, digits, - and _")]
     BadCheckpoint(String),
     #[error("{0} is not in the checkpoint, so there is nothing recorded to roll it back to")]
@@ -259,6 +266,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
         batch,
         pull: p.pull,
         check: inv.check_mode,
+        stage: p.stage,
     };
     let prepare::Prepared {
         before,
@@ -267,12 +275,9 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     } = prepare::prepare_all(host, &state, targets, &how)?;
     // quadlet judges every unit to be written before the first one is: a unit it rejects
     // would leave a service that no longer loads after the next daemon-reload.
-    for (t, _, plan, _) in &work {
-        if let Some(d) = t
-            .desired
-            .as_ref()
-            .filter(|_| plan.file.contains(&Action::WriteUnit))
-        {
+    for (t, _, plan, report) in &work {
+        let writes = plan.file.contains(&Action::WriteUnit) || report.result.staged;
+        if let Some(d) = t.desired.as_ref().filter(|_| writes) {
             let dir = t.path.parent().unwrap_or(&p.quadlet_dir);
             host.quadlet.check(&t.name.file_name(), &d.text(), dir)?;
         }
@@ -282,6 +287,9 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
         && restore_from.is_none()
     {
         checkpoint::merge(&state, name, before)?;
+    }
+    if let Some(name) = p.checkpoint.as_ref().filter(|_| p.stage && !inv.check_mode) {
+        state.save_stage(name, &staged(&work))?;
     }
 
     let mut failure = None;
@@ -299,6 +307,8 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
             && let (Some(name), Some(_)) = (&p.checkpoint, &restore_from)
         {
             checkpoint::remove(&state, name)?;
+            // What the run staged and never installed is nothing to go forward to now.
+            state.drop_stage(name)?;
         }
     }
     let prune = !inv.check_mode && failure.is_none();
@@ -329,6 +339,23 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
         ));
     }
     Ok(out)
+}
+
+/// The stage of a staged run: the new text of every target whose file change it deferred.
+fn staged(work: &[apply::Work]) -> crate::state::Stage {
+    let units = work
+        .iter()
+        .filter(|(_, _, _, r)| r.result.staged)
+        .filter_map(|(t, _, _, _)| {
+            let d = t.desired.as_ref()?;
+            let staged = crate::state::Staged {
+                revision: d.revision.clone(),
+                text: d.text(),
+            };
+            Some((t.name.file_name(), staged))
+        })
+        .collect();
+    crate::state::Stage { units }
 }
 
 fn names(targets: &[Target]) -> String {
@@ -362,6 +389,9 @@ pub fn validate(p: &Params) -> Result<Reads, UnitError> {
         && !crate::state::is_plain_name(name)
     {
         return Err(UnitError::BadCheckpoint(name.clone()));
+    }
+    if p.stage && (p.state != Wanted::Present || p.checkpoint.is_none()) {
+        return Err(UnitError::StageNeeds);
     }
     let mut images: Vec<String> = targets
         .iter()

@@ -30,6 +30,8 @@ pub struct How<'a> {
     pub batch: bool,
     pub pull: PullPolicy,
     pub check: bool,
+    /// New texts go to the stage: a target's file change waits for its install.
+    pub stage: bool,
 }
 
 enum One {
@@ -84,8 +86,12 @@ fn prepare(
     let lap = Instant::now();
     secrets::ensure(host, state, &t, how.check)?;
     let fetched = fetch::fetch(host, &t, &mut obs, how.pull, how.check)?;
-    let plan = target::plan_target(&t, &obs);
+    let mut plan = target::plan_target(&t, &obs);
+    let staged = how.stage && plan.defer_file();
     let mut report = Report::new(&t, &obs, &plan, fetched);
+    if staged {
+        report.staged(&t, &plan);
+    }
     report.result.duration_ms.observe = Some(observed_ms);
     report.result.duration_ms.fetch = Some(lap.elapsed().as_millis() as u64);
     Ok((before, One::Work(Box::new((t, obs, plan, report)))))

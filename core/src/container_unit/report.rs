@@ -230,6 +230,17 @@ pub fn outcome(
 }
 
 impl Report {
+    /// The unit's new text goes to the stage (its plan deferred the file actions): that is
+    /// the change this run makes, after any pull.
+    pub(super) fn staged(&mut self, t: &Target, plan: &TargetPlan) {
+        let actions = &mut self.result.actions;
+        let at = usize::from(actions.first().is_some_and(|a| a == "pull"));
+        actions.insert(at, "stage_unit".to_string());
+        self.result.staged = true;
+        self.changed = true;
+        self.summary = summary(t, plan, actions);
+    }
+
     /// Notes a service that converged on `revision`.
     pub(super) fn converged(&mut self, service: &str, revision: &str, c: &Converged) {
         if self.result.instances.is_empty() && self.result.service == service {

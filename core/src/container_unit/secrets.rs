@@ -279,6 +279,8 @@ fn prune(host: &Host, state: &StateDir, t: &Target) -> Result<Vec<String>, UnitE
         .collect();
     texts.extend(crate::state::read_optional(&t.path)?);
     texts.extend(checkpoint_texts(state, &unit)?);
+    // A staged text is installed later in the run: the secrets it names are not former ones.
+    texts.extend(state.staged_texts(&unit)?);
     let keep: BTreeSet<String> = texts.iter().flat_map(|t| referenced(t)).collect();
     let mut removed = Vec::new();
     for s in ours.into_iter().filter(|s| !keep.contains(&s.name)) {

@@ -16,7 +16,7 @@ const STATES: &[&str] = &[
 ];
 
 const UNIT_COUNT: usize = 22;
-const RUN_COUNT: usize = 16;
+const RUN_COUNT: usize = 17;
 
 /// What describes one unit.
 pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
@@ -28,7 +28,7 @@ pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
     OptionSpec::new(
         "secret_env",
         Kind::Dict,
-        "Environment variables whose values are secret. Each value is held in a podman secret, created through the podman API and named after a keyed hash of the value, and the unit says C(Secret=NAME,type=env,target=KEY); no value is written into the unit file, the generated service or C(systemctl show).\nA new value is a new revision, so rotating one secret restarts only the units that use it. A secret is removed once no recorded revision, checkpoint or unit file names it.\nValues are masked in every result and diff, and so is any value this unit held as a secret before.",
+        "Environment variables whose values are secret. Each value is held in a podman secret, created through the podman API and named after a keyed hash of the value, and the unit says C(Secret=NAME,type=env,target=KEY); no value is written into the unit file, the generated service or C(systemctl show).\nA new value is a new revision, so rotating one secret restarts only the units that use it. A secret is removed once no recorded revision, checkpoint, stage or unit file names it.\nValues are masked in every result and diff, and so is any value this unit held as a secret before.",
     )
     .no_log(),
     OptionSpec::new("secrets", Kind::List(Elem::Str), "podman secrets, C(Secret=)."),
@@ -149,6 +149,12 @@ const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
         Kind::Str,
         "Before changing anything, record every unit as it is (text, image ID, whether it ran) under this name in O(state_dir). The first run that names it writes it; a resumed run keeps the original.\nWith O(state=rolled_back), put back exactly what it recorded, and remove it. A unit that did not exist is removed; one that did not run gets its text and image back, and no start.",
     ),
+    OptionSpec::new(
+        "stage",
+        Kind::Bool,
+        "With O(state=present) and O(checkpoint): write each new unit text to the stage of that name in O(state_dir) (C(staged/NAME.json)) instead of the quadlet dir. quadlet still judges every new text, every image is still fetched, and check mode and the diff show the same change; but nothing quadlet or systemd loads changes, so whatever starts a unit before its text is installed (a boot, a crash restart, an operator) starts the text it ran before.\nThe stage is written whole: it holds exactly the units this call would write. A later O(state=started) writes each text just before its restart; C(refit.containers.run_migrations) with the same O(checkpoint) name as its C(stage) installs a migrated unit's text after its migration. O(state=rolled_back) to the checkpoint, and the flow's finish, remove the stage.\nThe flows set it.",
+    )
+    .default(Default::Bool(false)),
     OptionSpec::new(
         "keep_revisions",
         Kind::Int,

@@ -95,6 +95,19 @@ pub struct TargetPlan {
 }
 
 impl TargetPlan {
+    /// For a staged run: a plan that writes the file leaves the write, the reload and the boot
+    /// links to the phase that installs the text (links of the new instance set would start
+    /// them at boot on the old text). Says whether it did.
+    pub fn defer_file(&mut self) -> bool {
+        if !self.file.contains(&Action::WriteUnit) {
+            return false;
+        }
+        self.file.clear();
+        self.link.clear();
+        self.unlink.clear();
+        true
+    }
+
     pub fn changes(&self) -> bool {
         !(self.file.is_empty()
             && self.stops.is_empty()

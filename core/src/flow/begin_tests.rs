@@ -1,6 +1,6 @@
 //! Issue 21: `begin` with the deployment decides in one call. On the simulated host, a run
 //! with nothing to do finishes there (stream recorded, lease released, no job); a run with
-//! work leaves the lease, the checkpoint and the written unit for the phases after it; bad
+//! work leaves the lease, the checkpoint and the staged unit for the phases after it; bad
 //! units are refused before the state dir exists.
 
 use super::run;
@@ -115,7 +115,7 @@ fn r21_a_run_with_nothing_to_do_finishes_in_the_first_call() {
 }
 
 #[test]
-fn r21_a_run_with_work_writes_the_unit_and_leaves_the_rest_to_the_phases() {
+fn r21_a_run_with_work_stages_the_unit_and_leaves_the_rest_to_the_phases() {
     let bed = Bed::new();
     bed.deployed("a");
     let running = bed.sim.running("app.service").expect("a runs");
@@ -128,8 +128,11 @@ fn r21_a_run_with_work_writes_the_unit_and_leaves_the_rest_to_the_phases() {
         (out["began"].clone(), out["touched"].clone()),
         (json!(true), json!(true))
     );
+    // Issue 35: the new text waits in the stage, the file systemd loads is the old one.
     let text = std::fs::read_to_string(bed.dir.path().join("quadlet/app.container")).expect("unit");
-    assert!(text.contains("V=b"), "{text}");
+    assert!(text.contains("V=a"), "{text}");
+    let staged = std::fs::read_to_string(bed.state("staged/update.json")).expect("staged");
+    assert!(staged.contains("V=b"), "{staged}");
     assert!(
         bed.state("flow-lease.json").exists(),
         "lease kept for the phases"

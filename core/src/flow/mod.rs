@@ -444,6 +444,8 @@ fn finish(cx: &Context, inv: &Invocation) -> Result<(), FlowError> {
     )?;
     // The run is done; the checkpoint of how things were before it is no longer needed.
     remove_file(&cx.state.checkpoint(flow))?;
+    // Every staged text was installed by the run's start, or is not wanted any more.
+    cx.state.drop_stage(flow)?;
     // What this run stopped is running again; a later recovery must not restart it.
     remove_file(&cx.state.stop_record(flow))?;
     remove_file(leases.path())?;
@@ -463,5 +465,7 @@ pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, FlowError> {
 
 #[cfg(test)]
 mod begin_tests;
+#[cfg(test)]
+mod stage_tests;
 #[cfg(test)]
 mod tests;

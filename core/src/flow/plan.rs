@@ -64,6 +64,8 @@ fn unit_params(
             "checkpoint": flow,
             // The run's own call: it renews the run's heartbeat.
             "run_id": run_id,
+            // Each new text waits in the stage of that name until its unit restarts.
+            "stage": true,
             "quadlet_dir": p.quadlet_dir,
             "systemd_dir": p.systemd_dir,
             "state_dir": p.state_dir,
@@ -90,6 +92,7 @@ fn migrate_params(p: &Params, flow: &str) -> Result<migrate::Params, FlowError> 
             "images": images,
             "stop_first": true,
             "stop_record": flow,
+            "stage": flow,
             "timeout": p.timeout,
             "quadlet_dir": p.quadlet_dir,
             "state_dir": p.state_dir,

@@ -10,6 +10,7 @@
 pub mod backup;
 mod source;
 pub mod spec;
+mod staged;
 mod start_again;
 
 use crate::ansible::{Invocation, Outcome};
@@ -60,6 +61,9 @@ pub struct Params {
     #[serde(default)]
     pub checked_pending: std::collections::HashMap<String, String>,
     pub stop_record: String,
+    /// The flow's stage (`container_unit` stage): where a migrated unit's new text waits.
+    #[serde(default)]
+    pub stage: Option<String>,
     pub timeout: u64,
     /// Milliseconds a service started again stays serving before it counts as back.
     #[serde(default = "default_min_healthy_time")]
@@ -107,6 +111,10 @@ pub enum MigrateError {
     Podman(#[from] PodmanError),
     #[error(transparent)]
     Stop(#[from] crate::stop_services::StopError),
+    #[error(transparent)]
+    Systemd(#[from] crate::systemd::SystemdError),
+    #[error("stage name {0:?} must be a plain name: letters, digits, - and _")]
+    BadStage(String),
     #[error(transparent)]
     Backup(#[from] backup::BackupError),
     #[error(
@@ -164,6 +172,9 @@ fn migrations(p: &Params) -> &[Migration] {
 pub fn validate(p: &Params) -> Result<(), MigrateError> {
     if p.start_after && !p.stop_first {
         return Err(MigrateError::StartNeedsStop);
+    }
+    if let Some(name) = p.stage.as_ref().filter(|s| !crate::state::is_plain_name(s)) {
+        return Err(MigrateError::BadStage(name.clone()));
     }
     // Judged here, not where the record is first written: after a check container has run.
     crate::stop_services::record_path(&StateDir::new(&p.state_dir), &p.stop_record)?;
@@ -342,7 +353,8 @@ fn judge(
         .unit
         .as_deref()
         .and_then(|u| p.images.get(u.trim_end_matches(".container")));
-    let mut oneoff = source::oneoff(m, &p.quadlet_dir, coming.map(String::as_str))?;
+    let staged = staged::text(m, p, state)?;
+    let mut oneoff = source::oneoff(m, &p.quadlet_dir, coming.map(String::as_str), staged)?;
     let key = stamp_key(&oneoff.source, &m.command);
     let stamp_path = state.migration_stamp(&key);
     let mut report = Report {
@@ -550,7 +562,7 @@ fn migrate_prepared(
         // Pending, so the service and what needs it stop before the schema changes under them.
         let how = crate::stop_services::StopOptions {
             dependents: true,
-            missing_ok: false,
+            missing_ok: staged::only_staged(m, p, state)?,
             check: false,
             start: host.clock.now(),
             deadline: timeout,
@@ -625,6 +637,9 @@ fn exited(
     }
     let stamp = new_stamp(&oneoff.source, m, &image_id, "migrated");
     save_stamp(state, &stamp_path, &stamp)?;
+    // Stamped first: a power loss before the install boots the old text on the migrated data,
+    // which the next run does not migrate again, and its start phase installs.
+    report.installed = staged::install(m, p, host, state)?;
     // Up again at once: no service waits for another's migration, nor for the removal.
     if p.start_after && !report.stopped.is_empty() {
         let timeout = Duration::from_secs(p.timeout);
@@ -642,8 +657,13 @@ fn exited(
     } else {
         format!(", then started {}", report.started.join(", "))
     };
+    let installed = if report.installed {
+        ", installed its new unit text"
+    } else {
+        ""
+    };
     let msg = format!(
-        "{}: migrated for image {}{adopted}{started}",
+        "{}: migrated for image {}{adopted}{installed}{started}",
         oneoff.source,
         short(&image_id)
     );

@@ -36,10 +36,12 @@ pub struct Source {
 }
 
 /// `image`, when given, replaces the unit's `Image=`: the image the unit is about to run.
+/// `staged`, when given, is the unit's new text, which the quadlet dir does not hold yet.
 pub fn oneoff(
     p: &Migration,
     quadlet_dir: &std::path::Path,
     image: Option<&str>,
+    staged: Option<String>,
 ) -> Result<Source, SourceError> {
     let mut spec = OneOff::default();
     let mut secrets = Vec::new();
@@ -48,16 +50,17 @@ pub fn oneoff(
             let name = UnitName::parse(unit)?;
             let path = quadlet_dir.join(name.file_name());
             // A symlink is refused, so no other file's text can reach a message.
-            let text = match crate::state::read_optional(&path) {
-                Ok(Some(t)) => t,
-                Ok(None) => return Err(SourceError::NoUnit(path)),
-                Err(e) => {
-                    return Err(SourceError::Read {
-                        path,
-                        detail: e.to_string(),
-                    });
-                }
-            };
+            let text =
+                match staged.map_or_else(|| crate::state::read_optional(&path), |t| Ok(Some(t))) {
+                    Ok(Some(t)) => t,
+                    Ok(None) => return Err(SourceError::NoUnit(path)),
+                    Err(e) => {
+                        return Err(SourceError::Read {
+                            path,
+                            detail: e.to_string(),
+                        });
+                    }
+                };
             let u = UnitFile::parse(&text).map_err(|e| SourceError::Read {
                 path: path.clone(),
                 detail: e.to_string(),

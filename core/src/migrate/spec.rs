@@ -4,7 +4,7 @@ use crate::ansible::spec::join;
 use crate::ansible::{Default, Elem, Kind, ModuleSpec, OptionSpec, Rules};
 
 const ONE: usize = 9;
-const RUN: usize = 13;
+const RUN: usize = 14;
 
 /// A migration's `backup`, run in a one-off container before the migration.
 const BACKUP_OPTIONS: [OptionSpec; 9] = [
@@ -107,6 +107,11 @@ const RUN_OPTIONS: [OptionSpec; RUN] = [
     )
     .default(Default::Bool(false)),
     OptionSpec::new("stop_record", Kind::Str, "The stop record O(stop_first) writes to.").default(Default::Str("default")),
+    OptionSpec::new(
+        "stage",
+        Kind::Str,
+        "The stage a flow's preflight wrote (C(refit.containers.container_unit) O(stage), named by its checkpoint), where each unit's new text waits until its restart.\nA migration of a O(unit) whose text is staged runs with that text's env, volumes and secrets, and once it succeeded and is stamped, the text is installed into O(quadlet_dir) and systemd reloaded, before O(start_after) starts the service: a boot before then starts the old text on the old schema, and one after it the new text on the new schema. Reported in RV(installed).\nThe flows set it.",
+    ),
     OptionSpec::new("timeout", Kind::Int, "Seconds the migration may run before it is killed and removed.").default(Default::Int(600)).max(crate::ansible::spec::TIMEOUT_MAX),
     OptionSpec::new(
         "min_healthy_time",

@@ -241,6 +241,9 @@ pub(super) struct Listed {
     status: String,
     #[serde(default)]
     pub(super) labels: Option<HashMap<String, String>>,
+    /// The exit code of an exited container (0 while it runs).
+    #[serde(default)]
+    pub(super) exit_code: i64,
 }
 
 impl Listed {

@@ -17,7 +17,8 @@
 //! run of the same command on the same image adopts it: waits for it and takes its exit as the
 //! result, so a migration never runs twice side by side, nor twice in a row. Only a leftover
 //! that was started is adopted: one a run left between its create and its start never runs
-//! unless started, and waiting on it would only end at the deadline. It is removed, as is any
+//! unless started, and waiting on it would only end at the deadline; nor is one that a signal
+//! ended (a power-off stopped it), whose exit is not the migration's. It is removed, as is any
 //! other leftover of the unit, before a new one is created.
 
 use super::api::{Listed, PodmanApi};
@@ -179,13 +180,20 @@ fn sweep(listed: Vec<Listed>, key: &str) -> Sweep {
             .as_ref()
             .and_then(|l| l.get(KEY_LABEL))
             .is_some_and(|k| k == key);
-        if same && out.adopt.is_none() && was_started(&c.state) {
+        if same && out.adopt.is_none() && was_started(&c.state) && !killed(c.exit_code) {
             out.adopt = Some(c.id);
         } else {
             out.remove.push(c.id);
         }
     }
     out
+}
+
+/// An exit by a signal (128 + its number): the host went down under it (a power-off stops
+/// every container), or it was killed. That is not the migration's answer, and the data is as
+/// the interrupted migration left it: the leftover is removed and the migration runs anew.
+fn killed(exit_code: i64) -> bool {
+    exit_code > 128
 }
 
 /// True for the states of a container that was started: running, or on its way to its exit
@@ -401,6 +409,20 @@ mod tests {
             "Labels": {SOURCE_LABEL: "app", KEY_LABEL: key},
         }))
         .expect("a libpod list entry")
+    }
+
+    /// Issue 35: a power-off stops the migration's container with SIGTERM (exit 143); the next
+    /// boot's run must migrate again, not take that for the migration's failure.
+    #[test]
+    fn a_leftover_killed_by_a_signal_is_removed_not_adopted() {
+        let mut killed = listed("killed", "k1", "exited");
+        killed.exit_code = 143;
+        let found = sweep(vec![killed], "k1");
+        assert_eq!(found.adopt, None);
+        assert_eq!(found.remove, ["killed"]);
+        let mut failed = listed("failed", "k1", "exited");
+        failed.exit_code = 1;
+        assert_eq!(sweep(vec![failed], "k1").adopt.as_deref(), Some("failed"));
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub struct UnitResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket_replaced: Option<bool>,
     pub rolled_back: bool,
+    /// The new text went to the run's stage, to be installed when the unit restarts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub staged: bool,
     pub reasons: Vec<Reason>,
     pub actions: Vec<String>,
     pub container_id: Option<String>,

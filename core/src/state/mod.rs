@@ -6,6 +6,7 @@ mod dirs;
 mod lease;
 mod lock;
 mod revisions;
+mod stage;
 
 pub use atomic::{
     atomic_write, create_new, is_plain_name, read_json, read_optional, remove_file, write_json,
@@ -16,6 +17,7 @@ pub use lock::{Lock, LockError};
 pub use revisions::{
     KEEP as KEEP_REVISIONS, MAX_KEEP as MAX_KEEP_REVISIONS, PickError, RevisionRecord, UnitHistory,
 };
+pub use stage::{Installed, STAGED, Stage, Staged};
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,55 @@
+//! A flow's stage (`state::stage`) as migrations see it: a migrated unit's new text waits in the
+//! stage, so its one-off container is made from that text (the env and volumes the new release
+//! runs with), and the text is installed into the quadlet dir once the migration succeeded,
+//! just before its service starts again. Until then a boot starts the old text on the old data;
+//! from then on, the new text on the migrated data.
+
+use super::{MigrateError, Migration, Params};
+use crate::host::Host;
+use crate::state::{Installed, StateDir};
+use crate::unit::UnitName;
+
+/// The unit file a migration borrows from, if it names a unit.
+fn unit_file(m: &Migration) -> Result<Option<String>, MigrateError> {
+    m.unit
+        .as_deref()
+        .map(|u| Ok(UnitName::parse(u)?.file_name()))
+        .transpose()
+}
+
+/// The staged text of the migration's unit, when the call names a stage that holds one.
+pub fn text(m: &Migration, p: &Params, state: &StateDir) -> Result<Option<String>, MigrateError> {
+    let (Some(name), Some(file)) = (&p.stage, unit_file(m)?) else {
+        return Ok(None);
+    };
+    Ok(state.load_stage(name)?.units.remove(&file).map(|s| s.text))
+}
+
+/// True when the migration's unit is new in this run: its text is staged and no file of it is
+/// in the quadlet dir yet, so systemd has no such service to stop (a first deploy).
+pub fn only_staged(m: &Migration, p: &Params, state: &StateDir) -> Result<bool, MigrateError> {
+    let Some(file) = unit_file(m)? else {
+        return Ok(false);
+    };
+    let on_disk = p.quadlet_dir.join(&file).symlink_metadata().is_ok();
+    Ok(!on_disk && text(m, p, state)?.is_some())
+}
+
+/// Installs the migrated unit's staged text and reloads systemd; true when it wrote the file.
+pub fn install(
+    m: &Migration,
+    p: &Params,
+    host: &Host,
+    state: &StateDir,
+) -> Result<bool, MigrateError> {
+    let (Some(name), Some(file)) = (&p.stage, unit_file(m)?) else {
+        return Ok(false);
+    };
+    match state.install_staged(name, &p.quadlet_dir, &file)? {
+        Installed::Written => {
+            host.systemd.daemon_reload()?;
+            Ok(true)
+        }
+        Installed::NotStaged | Installed::Already => Ok(false),
+    }
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Starts a refit upgrade against HOST in the background and powers HOST off (testbed.sh reboot)
+# at MOMENT, after freezing (SIGSTOP) the module at work there and killing the controller, so
+# nothing of the run happens after that moment but the power-off, as when the power goes.
+# Returns once HOST has booted again. Prints one line: the moment, and when it was struck.
+#
+#   power_off_in_phase.sh HOST MOMENT LOG [ANSIBLE-PLAYBOOK ARGS...]
+#   MOMENT: fetched   the preflight ended (the run's first run_migrations is seen, frozen at once)
+#           migrating api's migration container runs
+#           migrated  api's migration ran and its new text was installed; the reload that follows
+#                     is slowed (files/slow_reload.sh, installed by the caller), so api is not
+#                     started yet
+#           starting  the start phase installed app's new text (db converged before it)
+set -euo pipefail
+host=$1 moment=$2 log=$3
+shift 3
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
+bed=$repo/tests/testbed/testbed.sh
+modules='ansible-tmp-[^ ]*/(AnsiballZ_)?(container_unit|run_migrations|flow_state) '
+
+# Runs on the host: finds the moment, freezes the module of that phase, and exits 0. Every
+# 10 ms, at most 6000 looks (about 90 s).
+watch=$(cat <<'SH'
+moment=$1 modules=$2
+mkdir -p /run/refit-test
+: > /run/refit-test/t0
+module() { # the first module process whose module and args match $1 $2
+    for p in $(pgrep -f "$modules"); do
+        cmd=$(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null) || continue
+        args=${cmd#* }; args=${args%% *}
+        case $cmd in *"$1"*) grep -qs "$2" "$args" && { echo "$p"; return 0; } ;; esac
+    done
+    return 1
+}
+migrating() { podman ps -q --filter label=io.refit.migration=api.service | grep -q .; }
+i=0
+while [ $i -lt 6000 ]; do
+    p=
+    case $moment in
+    fetched) p=$(module run_migrations '"migrations"') || p= ;;
+    migrating) migrating && p=$(module run_migrations '"migrations"') || p= ;;
+    migrated)
+        if [ -e /run/refit-test/in-reload ]; then
+            p=$(module run_migrations '"migrations"') || p=
+        elif migrating && [ ! -e /run/refit-test/armed ]; then
+            : > /run/refit-test/armed
+            : > /run/refit-test/slow-reload
+        fi ;;
+    starting)
+        [ /etc/containers/systemd/app.container -nt /run/refit-test/t0 ] &&
+            p=$(module container_unit '"state": "started"') || p= ;;
+    esac
+    if [ -n "$p" ]; then
+        kill -KILL "$p"
+        exit 0
+    fi
+    i=$((i + 1))
+    sleep 0.01
+done
+exit 1
+SH
+)
+
+t0=$(date +%s%3N)
+# refit_kept_modules=false: each module runs from its args file, which tells its phase here.
+setsid ansible-playbook refit.containers.upgrade -e "refit_hosts=$host" -e refit_kept_modules=false "$@" > "$log" 2>&1 &
+pid=$!
+if ! "$bed" exec "$host" sh -c "$watch" watch "$moment" "$modules"; then
+    kill -KILL -- "-$pid" 2> /dev/null || true
+    echo "moment $moment was never seen in $(($(date +%s%3N) - t0)) ms; the run's log:" >&2
+    tail -n 30 "$log" >&2
+    exit 1
+fi
+at=$(($(date +%s%3N) - t0))
+kill -KILL -- "-$pid" 2> /dev/null || true
+wait "$pid" 2> /dev/null || true
+rebooted=$("$bed" reboot "$host" 2>&1)
+took=$(echo "$rebooted" | sed -n 's/.*rebooted .* in \([0-9]*\) ms.*/\1/p')
+echo "powered $host off at $moment, $at ms into the upgrade; poweroff and boot took ${took:-?} ms"
