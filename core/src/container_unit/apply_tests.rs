@@ -235,3 +235,24 @@ fn a_changed_drop_in_restarts_only_its_unit_once() {
     assert_eq!(ran.out["changed"], json!(false), "{}", ran.out);
     assert!(bed.jobs().is_empty());
 }
+
+#[test]
+fn a_hand_edit_that_keeps_the_label_line_is_drift() {
+    let bed = Bed::new(IMAGE, "img-a");
+    let one = || json!({"name": "app", "image": IMAGE});
+    assert_eq!(bed.run_unit(one()).out["failed"], json!(false));
+    bed.jobs();
+    let path = bed.dir.path().join("quadlet/app.container");
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(text.contains("io.refit.revision="), "{text}");
+    std::fs::write(
+        &path,
+        text.replace("[Container]\n", "[Container]\nEnvironment=HAND_EDIT=1\n"),
+    )
+    .expect("w");
+    let ran = bed.run_unit(one());
+    assert_eq!(ran.out["changed"], json!(true), "{}", ran.out);
+    assert!(ran.out.to_string().contains("drift"), "{}", ran.out);
+    let after = std::fs::read_to_string(&path).expect("read");
+    assert!(!after.contains("HAND_EDIT"), "{after}");
+}

@@ -8,7 +8,7 @@ use crate::state::{StateDir, UnitHistory, read_optional};
 use crate::systemd::UnitStatus;
 use crate::unit::UnitFile;
 use crate::unit::dropins::revision_with;
-use crate::unit::revision::recorded_label;
+use crate::unit::revision::{canonical_text, recorded_label};
 use std::collections::HashMap;
 
 #[derive(Debug, Clone, Default)]
@@ -139,6 +139,21 @@ pub fn prefetch(host: &Host, targets: &[Target]) -> Result<Prefetched, UnitError
     })
 }
 
+/// The revision a file's label names, when refit wrote exactly this text under it and only its
+/// drop-ins have changed since: the file is then rewritten with a new label, so the container's
+/// label changes too. A hand edit usually keeps the label line, but its text is not what refit
+/// wrote under that label: it counts as a revision of its own, which the plan calls drift.
+fn written_for_other_dropins(unit: &UnitFile, now: &str, history: &UnitHistory) -> Option<String> {
+    let label = recorded_label(unit).filter(|l| l != now)?;
+    let text = canonical_text(unit);
+    history
+        .revisions
+        .iter()
+        .filter(|r| r.revision == label)
+        .any(|r| UnitFile::parse(&r.text).is_ok_and(|w| canonical_text(&w) == text))
+        .then_some(label)
+}
+
 pub fn observe(
     host: &Host,
     state: &StateDir,
@@ -146,14 +161,13 @@ pub fn observe(
     pre: &Prefetched,
 ) -> Result<Observation, UnitError> {
     let file_text = read_optional(&t.path)?;
+    let history = state.unit_history(&t.name.file_name())?;
     let file_revision = match &file_text {
         None => None,
         Some(text) => match UnitFile::parse(text) {
-            // A file whose label names another revision than its text and drop-ins make was
-            // written for other drop-ins: it is rewritten, so the container's label changes.
             Ok(u) => {
                 let now = revision_with(&u, &t.dropins);
-                Some(recorded_label(&u).filter(|l| *l != now).unwrap_or(now))
+                Some(written_for_other_dropins(&u, &now, &history).unwrap_or(now))
             }
             Err(e) => {
                 return Err(UnitError::BadFileOnDisk {
@@ -164,7 +178,6 @@ pub fn observe(
             }
         },
     };
-    let history = state.unit_history(&t.name.file_name())?;
     let services = t.services();
     let image_id = match t.desired.as_ref() {
         Some(d) => host.podman.image_id(d.image.as_str())?,
