@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// The `run_id` option of the modules a flow calls after its `begin`.
-pub const RUN_ID_DOC: &str = "The flow run this call is part of, as C(flow_state) returned it in RV(run_id). The call is refused when another run holds the run lease, and renews this run's heartbeat when it is done.\nLeave it out outside a flow: such a call never keeps a run alive.";
+pub const RUN_ID_DOC: &str = "The flow run this call is part of, as M(refit.containers.flow_state) returned it in RV(refit.containers.flow_state#module:run_id). The call is refused when another run holds the run lease, and renews this run's heartbeat when it is done.\nLeave it out outside a flow: such a call never keeps a run alive.";
 
 /// The lease an unfinished run holds.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
