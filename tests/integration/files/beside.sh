@@ -10,6 +10,8 @@ shift 2
 case $action in
 start)
     : > "$state.runs"
+    # The loop's script is single-quoted on purpose: the inner bash expands its own arguments.
+    # shellcheck disable=SC2016
     setsid bash -c '
         state=$1; shift
         for _ in $(seq 60); do

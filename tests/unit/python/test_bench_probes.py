@@ -90,7 +90,7 @@ class ClientsRequest(unittest.TestCase):
         self.assertEqual(clients.request(closed_port())[0], "refused")
 
     def test_an_error_status_is_a_failure_that_says_so(self):
-        outcome, _, why = clients.request(serve(self, status=500))
+        outcome, _latency, why = clients.request(serve(self, status=500))
         self.assertEqual((outcome, why), ("failed", "not a 200"))
 
 

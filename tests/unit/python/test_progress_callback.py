@@ -51,7 +51,7 @@ class Display:
         self.warnings.append(msg)
 
     def text(self):
-        return "\n".join(m for m, _ in self.lines)
+        return "\n".join(m for m, _color in self.lines)
 
 
 class Stats:
@@ -197,7 +197,7 @@ class Callback(unittest.TestCase):
         self.callback.v2_runner_on_failed(Result(other, "th2", {"msg": "first\nsecond"}), ignore_errors=True)
         self.assertEqual(self.display.lines[0][1], "yellow", "an ignored failure is no red line")
         self.assertIn("FAILED", self.display.lines[0][0])
-        self.assertEqual([m.strip() for m, _ in self.display.lines[1:]], ["first", "second"])
+        self.assertEqual([m.strip() for m, _color in self.display.lines[1:]], ["first", "second"])
         [event] = self.events()
         self.assertEqual((event["status"], event["ignored"]), ("failed", True))
 
@@ -218,7 +218,7 @@ class Callback(unittest.TestCase):
         with open(self.events_path, encoding="utf-8") as f:
             [event] = [json.loads(line) for line in f]
         self.assertEqual(event["stats"]["th1"]["changed"], 1)
-        host_lines = [m for m, _ in self.display.lines if m.startswith("th")]
+        host_lines = [m for m, _color in self.display.lines if m.startswith("th")]
         self.assertEqual(host_lines[0], "th1      ok=3 changed=1 failed=0 unreachable=0 rescued=0")
 
     def test_diffs_of_changed_loop_items_only(self):
