@@ -51,6 +51,9 @@ def main() -> int:
         with open(path, encoding="utf-8") as f:
             plays = yaml.safe_load(f) or []
         for play in plays:
+            # An imported playbook is no play of its own: its plays are read from its own file.
+            if "ansible.builtin.import_playbook" in play or "import_playbook" in play:
+                continue
             # Ansible gathers facts unless a play says not to.
             if play.get("gather_facts", True) is not False:
                 gathering.append(f"{os.path.relpath(path, repo)}: {play.get('name', '')}")
