@@ -11,6 +11,7 @@ use std::io::{BufRead, IsTerminal, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// One ansible-playbook run, as refitctl sets it up.
 pub struct Invocation<'a> {
@@ -116,6 +117,7 @@ impl Invocation<'_> {
         let stderr = err.map(join).unwrap_or_default();
         self.log.write(&stderr);
         if let Some(interrupt) = interrupt {
+            crate::signals::wait_for_group_end(child.id(), Duration::from_secs(10));
             eprint!("{stderr}");
             return Err(CtlError::Interrupted(interrupt));
         }

@@ -11,6 +11,7 @@ use signal_hook::iterator::{Handle, Signals};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// What refitctl catches and passes on. SIGHUP and SIGQUIT too: a terminal sends them to its
 /// foreground group, which the child is no longer in.
@@ -113,6 +114,28 @@ impl Forwarder {
     }
 }
 
+/// Waits until no process is left in the group `group` (the child's forks and their ssh leave
+/// a moment after it), `patience` at most, then kills what is left and waits a little more.
+/// Only then has "ansible-playbook stopped": a member left behind would still hold refitctl's
+/// lock, which its children inherit, and refuse the rerun the message asks for.
+pub fn wait_for_group_end(group: u32, patience: Duration) {
+    let Some(group) = i32::try_from(group).ok().and_then(Pid::from_raw) else {
+        return;
+    };
+    let gone = || rustix::process::test_kill_process_group(group).is_err();
+    let wait = |bound: Duration| {
+        let until = Instant::now() + bound;
+        while !gone() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        gone()
+    };
+    if !wait(patience) {
+        let _ = rustix::process::kill_process_group(group, Signal::KILL);
+        wait(Duration::from_secs(2));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,5 +152,43 @@ mod tests {
             assert_eq!((i.code(), i.name()), (code, name));
         }
         assert_eq!(Interrupt::from_raw(10), None, "SIGUSR1 is not caught");
+    }
+
+    #[test]
+    fn a_group_is_waited_for_until_its_last_member_ends() {
+        use std::os::unix::process::CommandExt;
+        let mut leader = std::process::Command::new("sh")
+            .args(["-c", "sleep 0.3 & exit 0"])
+            .process_group(0)
+            .spawn()
+            .expect("sh");
+        let group = leader.id();
+        leader.wait().expect("leader ends first");
+        let group_pid = Pid::from_raw(i32::try_from(group).expect("pid")).expect("pid");
+        assert!(
+            rustix::process::test_kill_process_group(group_pid).is_ok(),
+            "its member is still running"
+        );
+        let t0 = Instant::now();
+        wait_for_group_end(group, Duration::from_secs(5));
+        assert!(rustix::process::test_kill_process_group(group_pid).is_err());
+        assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+    }
+
+    #[test]
+    fn a_member_that_outstays_the_patience_is_killed() {
+        use std::os::unix::process::CommandExt;
+        let mut leader = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & exit 0"])
+            .process_group(0)
+            .spawn()
+            .expect("sh");
+        let group = leader.id();
+        leader.wait().expect("leader ends first");
+        let t0 = Instant::now();
+        wait_for_group_end(group, Duration::from_millis(200));
+        let group_pid = Pid::from_raw(i32::try_from(group).expect("pid")).expect("pid");
+        assert!(rustix::process::test_kill_process_group(group_pid).is_err());
+        assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
     }
 }
