@@ -79,7 +79,7 @@ impl Armed {
         } = self;
         let handle = signals.handle();
         let thread = std::thread::spawn(move || {
-            let group = i32::try_from(group).ok().and_then(Pid::from_raw);
+            let group = group_pid(group);
             let mut first = None;
             for interrupt in signals.forever().filter_map(Interrupt::from_raw) {
                 first.get_or_insert(interrupt);
@@ -114,12 +114,17 @@ impl Forwarder {
     }
 }
 
+/// The process group a child leads, by the child's id.
+fn group_pid(group: u32) -> Option<Pid> {
+    i32::try_from(group).ok().and_then(Pid::from_raw)
+}
+
 /// Waits until no process is left in the group `group` (the child's forks and their ssh leave
 /// a moment after it), `patience` at most, then kills what is left and waits a little more.
 /// Only then has "ansible-playbook stopped": a member left behind would still hold refitctl's
 /// lock, which its children inherit, and refuse the rerun the message asks for.
 pub fn wait_for_group_end(group: u32, patience: Duration) {
-    let Some(group) = i32::try_from(group).ok().and_then(Pid::from_raw) else {
+    let Some(group) = group_pid(group) else {
         return;
     };
     let gone = || rustix::process::test_kill_process_group(group).is_err();
@@ -154,17 +159,23 @@ mod tests {
         assert_eq!(Interrupt::from_raw(10), None, "SIGUSR1 is not caught");
     }
 
-    #[test]
-    fn a_group_is_waited_for_until_its_last_member_ends() {
+    /// A process group whose leader, `sh -c SCRIPT`, has exited and been reaped, while what
+    /// SCRIPT started in the background runs on.
+    fn group_left_by(script: &str) -> (u32, Pid) {
         use std::os::unix::process::CommandExt;
         let mut leader = std::process::Command::new("sh")
-            .args(["-c", "sleep 0.3 & exit 0"])
+            .args(["-c", script])
             .process_group(0)
             .spawn()
             .expect("sh");
         let group = leader.id();
         leader.wait().expect("leader ends first");
-        let group_pid = Pid::from_raw(i32::try_from(group).expect("pid")).expect("pid");
+        (group, group_pid(group).expect("pid"))
+    }
+
+    #[test]
+    fn a_group_is_waited_for_until_its_last_member_ends() {
+        let (group, group_pid) = group_left_by("sleep 0.3 & exit 0");
         assert!(
             rustix::process::test_kill_process_group(group_pid).is_ok(),
             "its member is still running"
@@ -177,17 +188,9 @@ mod tests {
 
     #[test]
     fn a_member_that_outstays_the_patience_is_killed() {
-        use std::os::unix::process::CommandExt;
-        let mut leader = std::process::Command::new("sh")
-            .args(["-c", "sleep 30 & exit 0"])
-            .process_group(0)
-            .spawn()
-            .expect("sh");
-        let group = leader.id();
-        leader.wait().expect("leader ends first");
+        let (group, group_pid) = group_left_by("sleep 30 & exit 0");
         let t0 = Instant::now();
         wait_for_group_end(group, Duration::from_millis(200));
-        let group_pid = Pid::from_raw(i32::try_from(group).expect("pid")).expect("pid");
         assert!(rustix::process::test_kill_process_group(group_pid).is_err());
         assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
     }
