@@ -9,6 +9,8 @@ eval "$("$REPO/tests/testbed/testbed.sh" env)"
 [ -z "${REFIT_ANSIBLE_BIN:-}" ] || PATH=$REFIT_ANSIBLE_BIN:$PATH
 export ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
 LOGS=${REFIT_TEST_LOGS:-$REFIT_TESTBED_RUN/logs}
+# Scenarios that run a playbook of their own keep its output beside their log.
+export REFIT_TEST_LOGS=$LOGS
 mkdir -p "$LOGS"
 
 scenarios=("$@")

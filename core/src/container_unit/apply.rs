@@ -32,6 +32,7 @@ impl Applier<'_> {
     /// is every target this run changed before it, newest first.
     pub fn apply_all(&self, work: &mut [Work]) -> Result<(), RunFailed> {
         let mut done: Vec<usize> = Vec::new();
+        let mut restore_failed: Option<RunFailed> = None;
         for i in 0..work.len() {
             let (t, obs, plan, report) = &mut work[i];
             if !plan.changes() {
@@ -41,6 +42,20 @@ impl Applier<'_> {
                 done.push(i);
                 continue;
             };
+            if self.settings.restoring {
+                // The others still go back: a unit left on the failed release helps no one.
+                match &mut restore_failed {
+                    None => {
+                        restore_failed = Some(RunFailed {
+                            failed: Box::new(failed),
+                            also_rolled_back: Vec::new(),
+                            also_failed: Vec::new(),
+                        })
+                    }
+                    Some(first) => first.also_failed.push(failed.to_string()),
+                }
+                continue;
+            }
             let mut also_rolled_back = Vec::new();
             if self.settings.rollback {
                 for &j in done.iter().rev() {
@@ -61,9 +76,10 @@ impl Applier<'_> {
             return Err(RunFailed {
                 failed: Box::new(failed),
                 also_rolled_back,
+                also_failed: Vec::new(),
             });
         }
-        Ok(())
+        restore_failed.map_or(Ok(()), Err)
     }
 
     /// Carries out one target's plan. Any failure once the host was touched (the file written,
@@ -237,15 +253,22 @@ impl Applier<'_> {
         self.host.systemd.reset_failed(&units)?;
         let mut status = self.host.systemd.show(&units)?.into_iter().next();
         let mut job = job;
-        // A unit between crash-loop restarts has one of its own scheduled; it would run
-        // beside this job and pass for a crash loop of the new revision. Stop it first.
-        if status
-            .as_ref()
-            .is_some_and(|st| st.get("SubState") == "auto-restart")
-        {
+        if status.as_ref().is_some_and(in_transition) {
+            // systemd is starting or stopping the unit on its own (a crash-loop restart, or
+            // the start after one). A start would join that start, whose invocation began
+            // before this job and so never looks new; a restart would run beside it and pass
+            // for a crash loop. Stop it first, and start it afresh.
             self.host.systemd.run_job(Job::Stop, &units)?;
             status = self.host.systemd.show(&units)?.into_iter().next();
             job = Job::Start;
+        } else if job == Job::Start
+            && status
+                .as_ref()
+                .is_some_and(|st| st.active_state() == "active")
+        {
+            // Started since it was observed (systemd's own restart): a start of a unit that
+            // runs changes nothing, so no new invocation would ever come.
+            job = Job::Restart;
         }
         let previous = status
             .map(|st| st.invocation_id().to_string())
@@ -273,6 +296,15 @@ impl Applier<'_> {
         let h = self.host;
         wait_converged(h.systemd, h.podman, h.clock, &exp)
     }
+}
+
+/// Whether systemd has a start or stop of the unit under way that refit did not ask for.
+fn in_transition(st: &crate::systemd::UnitStatus) -> bool {
+    st.get("SubState") == "auto-restart"
+        || matches!(
+            st.active_state(),
+            "activating" | "deactivating" | "reloading"
+        )
 }
 
 /// Creates and removes the boot links of template instances, before the reload that reads them.

@@ -75,11 +75,16 @@ pub struct RunFailed {
     #[source]
     pub failed: Box<TargetFailed>,
     pub also_rolled_back: Vec<(String, String)>,
+    /// In a flow's recovery, which goes on past a failure: the later units that failed too.
+    pub also_failed: Vec<String>,
 }
 
 impl fmt::Display for RunFailed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.failed)?;
+        for other in &self.also_failed {
+            write!(f, "\nAnother unit could not go back either: {other}")?;
+        }
         if self.also_rolled_back.is_empty() {
             return Ok(());
         }

@@ -208,6 +208,10 @@ fn render_error(e: RenderError) -> UnitError {
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub rollback: bool,
+    /// A flow's recovery (`rolled_back` to a checkpoint): every unit goes back on its own, and
+    /// one that fails is reported without stopping the others. Nothing is rolled back from the
+    /// checkpoint, the last revision known to work.
+    pub restoring: bool,
     pub timeout: Duration,
     pub min_healthy: Duration,
     pub max_parallel: usize,
@@ -231,8 +235,14 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
             host.clock,
         )?)
     };
+    // Everything is observed, and every image fetched, before anything is changed.
+    let restore_from = match (&p.checkpoint, p.state) {
+        (Some(name), Wanted::RolledBack) => Some(checkpoint::load(&state, name)?),
+        _ => None,
+    };
     let settings = Settings {
-        rollback: p.rollback,
+        rollback: p.rollback && restore_from.is_none(),
+        restoring: restore_from.is_some(),
         timeout: Duration::from_secs(p.timeout),
         min_healthy: Duration::from_millis(p.min_healthy_time),
         max_parallel: usize::try_from(p.max_parallel)
@@ -241,11 +251,6 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
             .ok_or(UnitError::MaxParallel)?,
     };
 
-    // Everything is observed, and every image fetched, before anything is changed.
-    let restore_from = match (&p.checkpoint, p.state) {
-        (Some(name), Wanted::RolledBack) => Some(checkpoint::load(&state, name)?),
-        _ => None,
-    };
     // The registries' answers and the host's state are independent reads: ask both at once.
     let ask = p.pull == PullPolicy::Always && p.state != Wanted::RolledBack;
     let (asked, pre) = crate::parallel::join(
@@ -422,6 +427,8 @@ pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, UnitError> {
 mod apply_tests;
 #[cfg(test)]
 mod plan_bench;
+#[cfg(test)]
+mod restore_tests;
 #[cfg(test)]
 mod retention_tests;
 #[cfg(test)]

@@ -133,7 +133,7 @@ const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
     OptionSpec::new(
         "rollback",
         Kind::Bool,
-        "Restore the previous revision when the new one does not converge.",
+        "Restore the previous revision when the new one does not converge.\nA flow's recovery (O(state=rolled_back) with O(checkpoint)) rolls nothing back: each unit goes back to its checkpoint on its own, one that does not converge is left as it is and reported, and the others still go back.",
     )
     .default(Default::Bool(true)),
     OptionSpec::new("timeout", Kind::Int, "Seconds to wait for each batch of a unit to converge, and the bound of each image pull.").default(Default::Int(120)).max(crate::ansible::spec::TIMEOUT_MAX),

@@ -50,6 +50,9 @@ pub struct SimHost {
     pub stuck: HashSet<String>,
     /// Image IDs containers other than the units' use (a `podman run` by hand).
     pub foreign_users: HashSet<String>,
+    /// Crashed services systemd restarts on its own (`Restart=on-failure`), with how many more
+    /// looks find the restart still scheduled; the look after them finds the start under way.
+    restarting_on_their_own: Mutex<HashMap<String, u32>>,
     services: Mutex<HashMap<String, Service>>,
     next: Mutex<u64>,
     /// Every call that changes something, in order; a `FakePodman` may share it.
@@ -124,6 +127,57 @@ impl SimHost {
             .to_string()
     }
 
+    /// The container of `service` exits, as when its database went away under it: systemd
+    /// schedules a restart, which `looks` more looks still find scheduled, and the next finds
+    /// under way (a new invocation, still activating). Noted as `own-restart SERVICE`.
+    pub fn crash_then_restart_on_its_own(&self, service: &str, looks: u32) {
+        let mut services = self.services.lock().expect("services");
+        let s = services.entry(service.to_string()).or_default();
+        (s.active, s.sub) = ("activating", "auto-restart");
+        if let Some(c) = s.container.as_mut() {
+            c.state = ContainerState::parse("stopped");
+        }
+        self.restarting_on_their_own
+            .lock()
+            .expect("restarting")
+            .insert(service.to_string(), looks);
+    }
+
+    /// What time does to the units between two looks: a start under way ends, and a restart
+    /// systemd scheduled on its own begins.
+    fn pass_time(&self, units: &[String]) {
+        for u in units {
+            {
+                let mut services = self.services.lock().expect("services");
+                if let Some(s) = services
+                    .get_mut(u)
+                    .filter(|s| s.active == "activating" && s.sub == "start")
+                {
+                    (s.active, s.sub) = ("active", "running");
+                }
+            }
+            let begins = {
+                let mut restarting = self.restarting_on_their_own.lock().expect("restarting");
+                match restarting.get_mut(u) {
+                    Some(0) => restarting.remove(u).is_some(),
+                    Some(n) => {
+                        *n -= 1;
+                        false
+                    }
+                    None => false,
+                }
+            };
+            if begins {
+                self.note(format!("own-restart {u}"));
+                self.start(u);
+                let mut services = self.services.lock().expect("services");
+                if let Some(s) = services.get_mut(u).filter(|s| s.active == "active") {
+                    (s.active, s.sub) = ("activating", "start");
+                }
+            }
+        }
+    }
+
     fn note(&self, call: String) {
         self.calls.lock().expect("calls").push(call);
     }
@@ -196,6 +250,7 @@ impl SimHost {
 impl Systemd for SimHost {
     fn show(&self, units: &[String]) -> Result<Vec<UnitStatus>, SystemdError> {
         self.looks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.pass_time(units);
         let services = self.services.lock().expect("services");
         Ok(units
             .iter()
@@ -251,7 +306,15 @@ impl Systemd for SimHost {
     fn enqueue(&self, job: Job, units: &[String]) -> Result<(), SystemdError> {
         for u in units {
             self.note(format!("{} {u}", job.verb()));
+            let runs = {
+                let services = self.services.lock().expect("services");
+                services.get(u).is_some_and(|s| {
+                    s.active == "active" || (s.active == "activating" && s.sub == "start")
+                })
+            };
             match job {
+                // As systemd: a start of a unit that runs, or is starting, changes nothing.
+                Job::Start if runs => {}
                 Job::Start | Job::Restart => self.start(u),
                 Job::Stop if self.stuck.contains(u) => {
                     let mut services = self.services.lock().expect("services");
