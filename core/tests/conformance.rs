@@ -401,7 +401,11 @@ fn every_corpus_unit_reads_as_quadlet_reads_it() {
     );
     let mut refused_by_kind: BTreeMap<&str, usize> = BTreeMap::new();
     for c in &tally.content_refused {
-        let kind = c.split(':').next().and_then(|n| n.rsplit_once('.')).map_or("", |(_, k)| k);
+        let kind = c
+            .split(':')
+            .next()
+            .and_then(|n| n.rsplit_once('.'))
+            .map_or("", |(_, k)| k);
         *refused_by_kind.entry(kind).or_default() += 1;
     }
     for (kind, n) in &refused_by_kind {

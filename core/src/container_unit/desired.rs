@@ -86,7 +86,10 @@ impl Desired {
 
     /// The image reference as results and history name it; empty for a unit that runs none.
     pub fn image_ref(&self) -> String {
-        self.image.as_ref().map(ToString::to_string).unwrap_or_default()
+        self.image
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default()
     }
 
     pub fn text(&self) -> String {

@@ -93,7 +93,10 @@ impl Bed {
 fn units(out: &Value) -> Vec<Value> {
     let mut units = out["units"].as_array().expect("units").clone();
     // The text each would write, from the diff, for `converge`.
-    for (u, d) in units.iter_mut().zip(out["diff"].as_array().into_iter().flatten()) {
+    for (u, d) in units
+        .iter_mut()
+        .zip(out["diff"].as_array().into_iter().flatten())
+    {
         u["diff_text"] = d["after"].clone();
     }
     units
@@ -132,7 +135,11 @@ fn a_changed_volume_restarts_exactly_its_users() {
     let first = bed.respond(args);
     bed.converge(&first);
     let again = bed.respond(stack(""));
-    assert_eq!(again["changed"], json!(false), "a converged stack changed: {again}");
+    assert_eq!(
+        again["changed"],
+        json!(false),
+        "a converged stack changed: {again}"
+    );
     let changed = bed.respond(stack("Label=tier=data\n"));
     let by_name: Vec<(String, Vec<Value>)> = units(&changed)
         .iter()
@@ -151,7 +158,11 @@ fn a_changed_volume_restarts_exactly_its_users() {
             ),
             (
                 "web.container".to_string(),
-                vec![json!("write_unit"), json!("daemon_reload"), json!("restart")]
+                vec![
+                    json!("write_unit"),
+                    json!("daemon_reload"),
+                    json!("restart")
+                ]
             ),
         ],
         "{changed}"
@@ -173,5 +184,8 @@ fn a_dangling_reference_names_both_units_and_a_kube_unit_is_refused() {
         {"name": "k.kube", "content": "[Kube]\nYaml=x.yml\n"},
     ], "_ansible_check_mode": true}));
     let msg = out["msg"].as_str().unwrap_or_default();
-    assert!(msg.contains("k.kube") && msg.contains(".kube unit"), "{msg}");
+    assert!(
+        msg.contains("k.kube") && msg.contains(".kube unit"),
+        "{msg}"
+    );
 }

@@ -1,9 +1,9 @@
 //! Targets: validated units with their services, in dependency order, and their plans.
 
+pub use super::desired::Desired;
 use super::observe::Observation;
 use super::{Params, UnitError, UnitParams};
 use crate::plan::{Action, Observed, Reason, RunningContainer, Wanted, plan};
-pub use super::desired::Desired;
 use crate::systemd::Job;
 use crate::unit::dropins::{DropIn, revision_with};
 use crate::unit::render::RenderError;

@@ -219,8 +219,14 @@ mod tests {
 
     fn stack(volume_rev: &str) -> BTreeMap<String, Node> {
         BTreeMap::from([
-            ("app.network".into(), node("n1", "[Network]\n", Kind::Network)),
-            ("db.volume".into(), node(volume_rev, "[Volume]\n", Kind::Volume)),
+            (
+                "app.network".into(),
+                node("n1", "[Network]\n", Kind::Network),
+            ),
+            (
+                "db.volume".into(),
+                node(volume_rev, "[Volume]\n", Kind::Volume),
+            ),
             (
                 "app.image".into(),
                 node("i1", "[Image]\nImage=r/app:1\n", Kind::Image),
@@ -235,7 +241,11 @@ mod tests {
             ),
             (
                 "side.container".into(),
-                node("s1", "[Container]\nImage=r/side:1\nNetwork=host\n", Kind::Container),
+                node(
+                    "s1",
+                    "[Container]\nImage=r/side:1\nNetwork=host\n",
+                    Kind::Container,
+                ),
             ),
         ])
     }
@@ -264,10 +274,7 @@ mod tests {
     fn a_changed_reference_changes_exactly_its_users() {
         let before = effective(&stack("v1")).expect("no cycle");
         let after = effective(&stack("v2")).expect("no cycle");
-        let changed: Vec<&String> = before
-            .keys()
-            .filter(|k| before[*k] != after[*k])
-            .collect();
+        let changed: Vec<&String> = before.keys().filter(|k| before[*k] != after[*k]).collect();
         assert_eq!(changed, ["db.volume", "web.container"]);
         // A unit that refers to nothing keeps its own revision.
         assert_eq!(before["side.container"], "s1");
@@ -278,10 +285,13 @@ mod tests {
     fn an_extra_input_counts_like_a_reference() {
         let mut g = stack("v1");
         let before = effective(&g).expect("ok")["side.container"].clone();
-        g.get_mut("side.container").expect("node").extra.push(ExtraInput {
-            name: "file:/etc/side.conf".into(),
-            digest: "d1".into(),
-        });
+        g.get_mut("side.container")
+            .expect("node")
+            .extra
+            .push(ExtraInput {
+                name: "file:/etc/side.conf".into(),
+                digest: "d1".into(),
+            });
         assert_ne!(effective(&g).expect("ok")["side.container"], before);
     }
 
@@ -299,7 +309,10 @@ mod tests {
             }
         );
         let g = BTreeMap::from([
-            ("a.pod".into(), node("a", "[Pod]\nNetwork=b.network\n", Kind::Pod)),
+            (
+                "a.pod".into(),
+                node("a", "[Pod]\nNetwork=b.network\n", Kind::Pod),
+            ),
             (
                 "b.network".into(),
                 Node {

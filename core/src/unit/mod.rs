@@ -3,10 +3,10 @@
 
 pub mod dropins;
 pub mod file;
-pub mod graph;
-pub mod kind;
 #[cfg(test)]
 mod grammar_tests;
+pub mod graph;
+pub mod kind;
 pub mod name;
 pub mod render;
 pub mod revision;

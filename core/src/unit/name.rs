@@ -255,10 +255,7 @@ mod tests {
             let n = UnitName::parse(raw).expect(raw);
             assert_eq!((n.file_name(), n.service()), (file.into(), service.into()));
         }
-        assert!(matches!(
-            UnitName::parse("k.kube"),
-            Err(NameError::Kind(_))
-        ));
+        assert!(matches!(UnitName::parse("k.kube"), Err(NameError::Kind(_))));
         assert!(matches!(
             UnitName::parse("n@.network"),
             Err(NameError::ResourceTemplate(..))

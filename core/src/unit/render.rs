@@ -26,7 +26,10 @@ pub enum RenderError {
     #[error(
         "a {kind} unit takes its text as `content`; `{param}` is an option of .container units only"
     )]
-    ContentOnly { kind: super::kind::Kind, param: &'static str },
+    ContentOnly {
+        kind: super::kind::Kind,
+        param: &'static str,
+    },
     #[error(
         "{0}: ServiceName= renames the service quadlet generates, and refit finds a unit's service by its file name; leave ServiceName= out"
     )]
