@@ -6,7 +6,7 @@
 use super::{Target, UnitError};
 use crate::plan::Wanted;
 use crate::reference::ImageRef;
-use crate::unit::graph::{self, GraphError, Node};
+use crate::unit::graph::{self, GraphError, Node, image_of};
 use crate::unit::{Kind, UnitFile, UnitName};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -25,20 +25,6 @@ pub enum ReferenceError {
         path: std::path::PathBuf,
         detail: String,
     },
-}
-
-/// The image an `.image` unit pulls or a `.build` unit tags, as its containers run it:
-/// quadlet 5.4 runs an `.image`'s `ImageTag=` when it has one, else its `Image=`.
-pub fn image_of(kind: Kind, unit: &UnitFile) -> Option<String> {
-    let section = kind.section();
-    match kind {
-        Kind::Image => unit
-            .value(section, "ImageTag")
-            .or_else(|| unit.value(section, "Image")),
-        Kind::Build => unit.value(section, "ImageTag"),
-        _ => None,
-    }
-    .map(str::to_string)
 }
 
 /// The image the unit file `name` in `dir` names, for a text that refers to it (a checkpoint's).

@@ -135,6 +135,20 @@ pub fn references(kind: Kind, unit: &UnitFile) -> Vec<Reference> {
     out
 }
 
+/// The image an `.image` unit pulls or a `.build` unit tags, as its containers run it:
+/// quadlet 5.4 runs an `.image`'s `ImageTag=` when it has one, else its `Image=`.
+pub fn image_of(kind: Kind, unit: &UnitFile) -> Option<String> {
+    let section = kind.section();
+    match kind {
+        Kind::Image => unit
+            .value(section, "ImageTag")
+            .or_else(|| unit.value(section, "Image")),
+        Kind::Build => unit.value(section, "ImageTag"),
+        _ => None,
+    }
+    .map(str::to_string)
+}
+
 /// The effective revision of every unit in `nodes`: its own revision when it refers to
 /// nothing and has no extra inputs (so such a unit keeps the revision it always had), else the
 /// hash of its own revision, each reference's effective revision, and each extra input.
