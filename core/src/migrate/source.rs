@@ -90,7 +90,7 @@ pub fn oneoff(
                     .flatten()
                     .and_then(|t| UnitFile::parse(&t).ok())
                     .and_then(|u| crate::unit::graph::image_of(kind, &u))
-                    .ok_or_else(|| SourceError::NoImage(unit_path))?;
+                    .ok_or(SourceError::NoImage(unit_path))?;
             }
             if let Some(image) = image {
                 spec.image = image.to_string();
