@@ -20,6 +20,9 @@ pub struct Expectation {
     pub revision: String,
     pub image_id: String,
     pub needs_health: bool,
+    /// The service runs a container refit labelled; a pod's, network's, volume's, image's or
+    /// build's service has converged once its new invocation is active.
+    pub runs_container: bool,
     /// The invocation that ran before the job; convergence needs a different one.
     pub previous_invocation: Option<String>,
     pub min_healthy: Duration,
@@ -113,7 +116,7 @@ pub fn wait_converged(
         }
         let mut good = st.active_state() == "active";
         let mut container_id = String::new();
-        if good {
+        if good && exp.runs_container {
             let containers = podman.unit_containers(&units)?;
             match containers.iter().find(|c| c.running()) {
                 None => {
@@ -238,6 +241,7 @@ mod tests {
             revision: "rev".into(),
             image_id: "img".into(),
             needs_health: false,
+            runs_container: true,
             previous_invocation: Some("old".into()),
             min_healthy: Duration::from_secs(1),
             timeout: Duration::from_secs(30),
@@ -290,6 +294,7 @@ mod tests {
             revision: "rev".into(),
             image_id: "img".into(),
             needs_health: true,
+            runs_container: true,
             previous_invocation: Some("old".into()),
             min_healthy: Duration::from_secs(2),
             timeout: Duration::from_secs(30),

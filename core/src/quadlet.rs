@@ -3,7 +3,7 @@
 //! load after the next `daemon-reload` (at every boot).
 //!
 //! The check is quadlet's own dry run over a temporary copy of the quadlet dir as it will be:
-//! the new text beside the unit's siblings and every drop-in directory. What quadlet says of
+//! every new text of the run beside the units' siblings and every drop-in directory. What quadlet says of
 //! the unit being checked is refused; a sibling's own fault is not this unit's to refuse. A
 //! crash of quadlet is refused whoever caused it: the generator stops at it, so at the next
 //! boot every unit after it would get no service.
@@ -44,23 +44,41 @@ pub enum QuadletError {
     },
 }
 
+/// A unit's text as a run will write it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewText {
+    pub file_name: String,
+    pub text: String,
+}
+
 pub trait Quadlet: Sync {
+    /// Whether quadlet accepts every unit of `units` with its new text, all of them written
+    /// at once beside the other units of `quadlet_dir`: a container may refer to a `.network`
+    /// the same run writes.
+    fn check_all(&self, units: &[NewText], quadlet_dir: &Path) -> Result<(), QuadletError>;
+
     /// Whether quadlet accepts `text` as the unit `file_name`, with the other units of
     /// `quadlet_dir` beside it.
-    fn check(&self, file_name: &str, text: &str, quadlet_dir: &Path) -> Result<(), QuadletError>;
+    fn check(&self, file_name: &str, text: &str, quadlet_dir: &Path) -> Result<(), QuadletError> {
+        let one = NewText {
+            file_name: file_name.to_string(),
+            text: text.to_string(),
+        };
+        self.check_all(std::slice::from_ref(&one), quadlet_dir)
+    }
 }
 
 /// The quadlet generator on this host, run with `-dryrun`.
 pub struct QuadletBinary;
 
 impl Quadlet for QuadletBinary {
-    fn check(&self, file_name: &str, text: &str, quadlet_dir: &Path) -> Result<(), QuadletError> {
+    fn check_all(&self, units: &[NewText], quadlet_dir: &Path) -> Result<(), QuadletError> {
         let bin = QUADLET_PATHS
             .iter()
             .map(Path::new)
             .find(|p| p.exists())
             .ok_or(QuadletError::Missing)?;
-        QuadletAt(bin.to_path_buf()).check(file_name, text, quadlet_dir)
+        QuadletAt(bin.to_path_buf()).check_all(units, quadlet_dir)
     }
 }
 
@@ -69,9 +87,12 @@ impl Quadlet for QuadletBinary {
 pub struct QuadletAt(pub PathBuf);
 
 impl Quadlet for QuadletAt {
-    fn check(&self, file_name: &str, text: &str, quadlet_dir: &Path) -> Result<(), QuadletError> {
+    fn check_all(&self, units: &[NewText], quadlet_dir: &Path) -> Result<(), QuadletError> {
+        let Some(first) = units.first() else {
+            return Ok(());
+        };
         let io = |detail: String| QuadletError::Io {
-            unit: file_name.to_string(),
+            unit: first.file_name.clone(),
             dir: quadlet_dir.to_path_buf(),
             detail,
         };
@@ -80,7 +101,7 @@ impl Quadlet for QuadletAt {
                 .prefix("refit-quadlet-")
                 .tempdir()
                 .map_err(|e| io(e.to_string()))?;
-            stage(quadlet_dir, tmp.path(), file_name, text, keep).map_err(|e| io(e.to_string()))?;
+            stage(quadlet_dir, tmp.path(), units, keep).map_err(|e| io(e.to_string()))?;
             let out = self.dry_run(tmp.path()).map_err(|e| io(e.to_string()))?;
             // Messages name the real dir, not the temporary copy.
             let tmp_name = tmp.path().display().to_string();
@@ -94,28 +115,25 @@ impl Quadlet for QuadletAt {
         };
         let out = run(&|_| true)?;
         let stderr = String::from_utf8_lossy(&out.stderr);
-        if let Some(detail) = rejection(&stderr, file_name) {
-            return Err(QuadletError::Rejected {
-                unit: file_name.to_string(),
-                detail,
-            });
+        if let Some(e) = first_rejection(&stderr, units) {
+            return Err(e);
         }
         // quadlet exits 1 when it could not convert some unit and carried on with the rest.
         if out.status.success() || (out.status.code() == Some(1) && stderr.contains(MARKER)) {
             return Ok(());
         }
-        // A crash stops quadlet wherever it is, maybe before this unit: its own fault shows
-        // in a run without the other workloads (which are what crash it; the resources they
-        // name stay).
-        let alone = run(&|name| name == file_name || !is_workload(name))?;
-        if let Some(detail) = rejection(&String::from_utf8_lossy(&alone.stderr), file_name) {
-            return Err(QuadletError::Rejected {
-                unit: file_name.to_string(),
-                detail,
-            });
+        // A crash stops quadlet wherever it is, maybe before a unit: each one's own fault
+        // shows in a run without the other workloads (which are what crash it; the resources
+        // they name stay).
+        for u in units {
+            let alone = run(&|name| name == u.file_name || !is_workload(name))?;
+            let stderr = String::from_utf8_lossy(&alone.stderr);
+            if let Some(e) = first_rejection(&stderr, std::slice::from_ref(u)) {
+                return Err(e);
+            }
         }
         Err(QuadletError::Crashed {
-            unit: file_name.to_string(),
+            unit: names(units),
             status: out
                 .status
                 .code()
@@ -123,6 +141,24 @@ impl Quadlet for QuadletAt {
             output: quoted(&stderr),
         })
     }
+}
+
+/// The first of `units` that quadlet complains about, with its complaint.
+fn first_rejection(stderr: &str, units: &[NewText]) -> Option<QuadletError> {
+    units.iter().find_map(|u| {
+        rejection(stderr, &u.file_name).map(|detail| QuadletError::Rejected {
+            unit: u.file_name.clone(),
+            detail,
+        })
+    })
+}
+
+fn names(units: &[NewText]) -> String {
+    units
+        .iter()
+        .map(|u| u.file_name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl QuadletAt {
@@ -148,25 +184,27 @@ fn is_workload(name: &str) -> bool {
 
 /// Copies `dir` into `into`: regular files and directories (drop-ins, and units in
 /// subdirectories, which quadlet reads too), not instance links, and only the top-level
-/// entries `keep` accepts; then writes the new text as `file_name`.
+/// entries `keep` accepts; then writes the new texts `keep` accepts.
 fn stage(
     dir: &Path,
     into: &Path,
-    file_name: &str,
-    text: &str,
+    units: &[NewText],
     keep: &dyn Fn(&str) -> bool,
 ) -> std::io::Result<()> {
     if let Ok(entries) = std::fs::read_dir(dir) {
         for e in entries.flatten() {
             let name = e.file_name();
             let shown = name.to_string_lossy();
-            if name == file_name || !keep(&shown) {
+            if units.iter().any(|u| *u.file_name == *shown) || !keep(&shown) {
                 continue;
             }
             copy_tree(&e.path(), &into.join(&name))?;
         }
     }
-    std::fs::write(into.join(file_name), text)
+    for u in units.iter().filter(|u| keep(&u.file_name)) {
+        std::fs::write(into.join(&u.file_name), &u.text)?;
+    }
+    Ok(())
 }
 
 /// Copies a regular file, or a directory with what it holds; skips links and the rest.
@@ -242,7 +280,11 @@ mod tests {
         );
         std::os::unix::fs::symlink("app.container", src.path().join("app@1.container"))
             .expect("link");
-        stage(src.path(), dst.path(), "app.container", "new", &|_| true).expect("stage");
+        let new = NewText {
+            file_name: "app.container".into(),
+            text: "new".into(),
+        };
+        stage(src.path(), dst.path(), &[new], &|_| true).expect("stage");
         let mut names: Vec<_> = std::fs::read_dir(dst.path())
             .expect("read")
             .flatten()

@@ -298,23 +298,24 @@ pub struct FakeQuadlet {
 }
 
 impl Quadlet for FakeQuadlet {
-    fn check(
+    fn check_all(
         &self,
-        file_name: &str,
-        text: &str,
+        units: &[crate::quadlet::NewText],
         _dir: &std::path::Path,
     ) -> Result<(), QuadletError> {
-        match self
-            .rejected_keys
-            .iter()
-            .find(|k| text.lines().any(|l| l.starts_with(&format!("{k}="))))
-        {
-            Some(k) => Err(QuadletError::Rejected {
-                unit: file_name.to_string(),
-                detail: format!("unsupported key '{k}' in group 'Container'"),
-            }),
-            None => Ok(()),
+        for u in units {
+            if let Some(k) = self
+                .rejected_keys
+                .iter()
+                .find(|k| u.text.lines().any(|l| l.starts_with(&format!("{k}="))))
+            {
+                return Err(QuadletError::Rejected {
+                    unit: u.file_name.clone(),
+                    detail: format!("unsupported key '{k}' in group 'Container'"),
+                });
+            }
         }
+        Ok(())
     }
 }
 

@@ -13,7 +13,8 @@
 #![allow(clippy::print_stdout)]
 
 use refit_core::quadlet::{Quadlet, QuadletAt, QuadletError};
-use refit_core::unit::UnitFile;
+use refit_core::unit::graph;
+use refit_core::unit::{Kind, UnitFile, UnitName};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -159,8 +160,11 @@ struct Tally {
     kinds: BTreeMap<String, [usize; 3]>,
     /// Keys newer than quadlet 5.4, by file.
     newer_keys: Vec<String>,
-    /// quadlet-accepted `.container` files that refit's `content` path refuses, with why.
+    /// quadlet-accepted files that container_unit's `content` path refuses, with why.
     content_refused: Vec<String>,
+    /// Units whose references (`Image=X.image`, `Volume=X.volume:…`) were found in the corpus
+    /// and put beside them, beyond the Go test's dependency table.
+    refs_supplied: usize,
     /// Rejected because a unit they refer to is not beside them (the Go test supplies some of
     /// those outside its dependency table).
     missing_refs: Vec<String>,
@@ -210,6 +214,43 @@ struct Case<'a> {
     deps: &'a [String],
 }
 
+/// The units `text` refers to, and what those refer to, that the corpus holds beside it: what
+/// quadlet needs to convert it, as refit follows references.
+fn referenced(corpus: &Path, kind: Kind, text: &str, deps: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = deps.to_vec();
+    let mut pending: Vec<(Kind, String)> = vec![(kind, text.to_string())];
+    while let Some((kind, text)) = pending.pop() {
+        let Ok(unit) = UnitFile::parse(&text) else {
+            continue;
+        };
+        for r in graph::references(kind, &unit) {
+            let path = corpus.join(&r.to);
+            if out.contains(&r.to) || !path.is_file() {
+                continue;
+            }
+            let Some(k) = r.to.rsplit_once('.').and_then(|(_, e)| Kind::from_ext(e)) else {
+                continue;
+            };
+            pending.push((k, std::fs::read_to_string(&path).expect("read reference")));
+            out.push(r.to);
+        }
+    }
+    out
+}
+
+/// What container_unit's `content` path makes of a unit: the text it would write, or why it
+/// refuses the unit.
+fn module_path(name: &str, text: &str) -> Result<String, String> {
+    let unit = UnitName::parse(name).map_err(|e| e.to_string())?;
+    let opts = refit_core::unit::ContainerOptions {
+        content: Some(text.to_string()),
+        ..Default::default()
+    };
+    refit_core::unit::render_kind(unit.kind(), &opts, &|k, _| k.to_string())
+        .map(|r| r.unit.render())
+        .map_err(|e| e.to_string())
+}
+
 fn check_unit(quadlet: &QuadletAt, tmp: &Path, case: &Case, tally: &mut Tally) {
     let Case { corpus, unit, deps } = *case;
     let name = unit
@@ -219,6 +260,14 @@ fn check_unit(quadlet: &QuadletAt, tmp: &Path, case: &Case, tally: &mut Tally) {
         .into_owned();
     let kind = name.rsplit_once('.').map(|(_, k)| k).unwrap_or_default();
     let text = std::fs::read_to_string(unit).expect("read unit");
+    let supplied = match Kind::from_ext(kind) {
+        Some(k) => referenced(corpus, k, &text, deps),
+        None => deps.to_vec(),
+    };
+    if supplied.len() > deps.len() {
+        tally.refs_supplied += 1;
+    }
+    let deps = &supplied[..];
     let dir = case_dir(&tmp.join("original"), corpus, unit, deps, &text);
     let original = dry_run(&quadlet.0, &dir, &name);
     let parsed = match UnitFile::parse(&text) {
@@ -232,7 +281,10 @@ fn check_unit(quadlet: &QuadletAt, tmp: &Path, case: &Case, tally: &mut Tally) {
             return;
         }
     };
-    let rendered = parsed.render();
+    // The text container_unit would write; where its `content` path refuses the unit, the
+    // parse alone is still held to quadlet's reading.
+    let module = module_path(&name, &text);
+    let rendered = module.clone().unwrap_or_else(|_| parsed.render());
     let gate = quadlet.check(&name, &rendered, &dir);
     let mut wrong = Vec::new();
     let slot = match (&original.verdict, gate) {
@@ -247,14 +299,8 @@ fn check_unit(quadlet: &QuadletAt, tmp: &Path, case: &Case, tally: &mut Tally) {
                     original.services, refit.services
                 ));
             }
-            if kind == "container" {
-                let opts = refit_core::unit::ContainerOptions {
-                    content: Some(text.clone()),
-                    ..Default::default()
-                };
-                if let Err(e) = refit_core::unit::render(&opts, &|k, _| k.to_string()) {
-                    tally.content_refused.push(format!("{name}: {e}"));
-                }
+            if let Err(e) = &module {
+                tally.content_refused.push(format!("{name}: {e}"));
             }
             Some(0)
         }
@@ -346,9 +392,25 @@ fn every_corpus_unit_reads_as_quadlet_reads_it() {
         tally.varying_order.join(", ")
     );
     println!(
-        "accepted .container files container_unit's `content` refuses: {}",
+        "units given the units they refer to from the corpus (beyond the Go test's table): {}",
+        tally.refs_supplied
+    );
+    println!(
+        "accepted files container_unit's `content` path refuses, each with its reason: {}",
         tally.content_refused.len()
     );
+    let mut refused_by_kind: BTreeMap<&str, usize> = BTreeMap::new();
+    for c in &tally.content_refused {
+        let kind = c
+            .split(':')
+            .next()
+            .and_then(|n| n.rsplit_once('.'))
+            .map_or("", |(_, k)| k);
+        *refused_by_kind.entry(kind).or_default() += 1;
+    }
+    for (kind, n) in &refused_by_kind {
+        println!("  .{kind}: {n} refused");
+    }
     for c in &tally.content_refused {
         println!("  {c}");
     }

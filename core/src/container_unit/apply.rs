@@ -157,6 +157,14 @@ impl Applier<'_> {
         report.result.duration_ms.apply = Some(lap.elapsed().as_millis() as u64);
         let Some(d) = &t.desired else { return Ok(()) };
         if plan.starts.is_empty() {
+            // A network, volume or image takes a new text without a restart: the text is then
+            // the revision it has, and a rollback needs it recorded.
+            if !d.kind.runs_container() && plan.file.contains(&Action::WriteUnit) {
+                history.record(record(d, None));
+                self.state
+                    .save_unit_history(&t.name.file_name(), &history)
+                    .map_err(|e| step(e.into()))?;
+            }
             return Ok(());
         }
         let lap = Instant::now();
@@ -212,7 +220,7 @@ impl Applier<'_> {
                         history.record_drift(RevisionRecord {
                             revision: rev.clone(),
                             text: text.clone(),
-                            image_ref: d.image.to_string(),
+                            image_ref: d.image_ref(),
                             image_id: None,
                             recorded_at: now_rfc3339(),
                             stream: None,
@@ -289,6 +297,7 @@ impl Applier<'_> {
             revision: d.revision.clone(),
             image_id: image_id.unwrap_or_default(),
             needs_health: d.needs_health,
+            runs_container: d.kind.runs_container(),
             previous_invocation: Some(previous).filter(|p| !p.is_empty()),
             min_healthy: self.settings.min_healthy,
             timeout: self.settings.timeout,
@@ -331,7 +340,7 @@ pub(super) fn record(d: &Desired, image_id: Option<String>) -> RevisionRecord {
     RevisionRecord {
         revision: d.revision.clone(),
         text: d.text(),
-        image_ref: d.image.to_string(),
+        image_ref: d.image_ref(),
         image_id,
         recorded_at: now_rfc3339(),
         stream: None,

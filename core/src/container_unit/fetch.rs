@@ -28,24 +28,30 @@ pub fn fetch(
     policy: PullPolicy,
     check: bool,
 ) -> Result<Fetched, UnitError> {
-    let Some(d) = &t.desired else {
+    // A unit that runs no image, or one a `.build` unit builds here, has nothing to fetch.
+    let Some(image) = t
+        .desired
+        .as_ref()
+        .filter(|d| !d.built())
+        .and_then(|d| d.image.as_ref())
+    else {
         return Ok(Fetched::default());
     };
     if let Some(id) = obs.rollback_image_id.clone() {
         // Going back: the reference must name the image the old revision ran again, before
         // anything restarts on it.
         if host.podman.image_id(&id)?.is_none() {
-            return Err(UnitError::ImageMissing(format!("{} (ID {id})", d.image)));
+            return Err(UnitError::ImageMissing(format!("{image} (ID {id})")));
         }
         if obs.image_id.as_deref() != Some(id.as_str()) && !check {
-            host.podman.tag(&id, d.image.as_str())?;
+            host.podman.tag(&id, image.as_str())?;
         }
         obs.image_id = Some(id);
         return Ok(Fetched::default());
     }
     let local = obs.image_id.clone();
     let pull = match (policy, &local) {
-        (PullPolicy::Never, None) => return Err(UnitError::ImageMissing(d.image.to_string())),
+        (PullPolicy::Never, None) => return Err(UnitError::ImageMissing(image.to_string())),
         (PullPolicy::Never, Some(_)) | (PullPolicy::Missing, Some(_)) => false,
         (PullPolicy::Missing, None) | (PullPolicy::Always, _) => t.wanted != Wanted::Stopped,
     };
@@ -56,7 +62,7 @@ pub fn fetch(
         };
         // Check mode asks the registry, without pulling, whether the tag has moved on.
         if pull && check && local.is_some() {
-            match newer_in_registry(host, &d.image) {
+            match newer_in_registry(host, image) {
                 Ok(newer) => {
                     obs.newer_image = newer;
                     out.pull_due = newer == Some(true);
@@ -71,7 +77,7 @@ pub fn fetch(
     // every image). When the registry cannot say, the pull decides.
     if policy == PullPolicy::Always
         && local.is_some()
-        && matches!(newer_in_registry(host, &d.image), Ok(Some(false)))
+        && matches!(newer_in_registry(host, image), Ok(Some(false)))
     {
         return Ok(Fetched::default());
     }
@@ -80,7 +86,7 @@ pub fn fetch(
     if let Some(running) = obs.running_image_id() {
         host.podman.tag(&running, &keep_tag(t))?;
     }
-    let id = host.podman.pull(d.image.as_str())?;
+    let id = host.podman.pull(image.as_str())?;
     // A pull that brought the same image changed nothing.
     let pulled = local.as_deref() != Some(id.as_str());
     obs.image_id = Some(id);
@@ -97,7 +103,8 @@ pub fn registry_locations(targets: &[Target]) -> Vec<Location> {
         .iter()
         .filter(|t| t.wanted != Wanted::Stopped)
         .filter_map(|t| t.desired.as_ref())
-        .map(|d| Location::of(&d.image))
+        .filter(|d| !d.built())
+        .filter_map(|d| d.image.as_ref().map(Location::of))
         .collect()
 }
 

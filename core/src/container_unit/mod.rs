@@ -1,4 +1,5 @@
-//! `container_unit`: quadlet `.container` units, converged in place.
+//! `container_unit`: quadlet units of every kind refit manages (`.container`, `.network`,
+//! `.volume`, `.pod`, `.image`, `.build`), converged in place.
 //!
 //! The path reads as types: `Params` -> `Target`s (validated, ordered, nothing touched) ->
 //! `Observation`s -> fetch -> `TargetPlan`s -> apply -> wait -> `Report`s. Check mode stops after
@@ -8,11 +9,13 @@
 mod adopt;
 mod apply;
 mod checkpoint;
+mod desired;
 mod failure;
 mod fetch;
 mod links;
 mod observe;
 mod prepare;
+mod references;
 mod report;
 mod retention;
 mod rollback;
@@ -25,6 +28,7 @@ use crate::ansible::{Invocation, Outcome};
 use crate::converge::WaitError;
 use crate::plan::{Action, Wanted};
 use crate::podman::PodmanError;
+use crate::quadlet::NewText;
 use crate::registry::Asked;
 use crate::state::{StateDir, StateError};
 use crate::systemd::SystemdError;
@@ -177,6 +181,8 @@ pub enum UnitError {
     Quadlet(#[from] crate::quadlet::QuadletError),
     #[error(transparent)]
     DropIn(#[from] crate::unit::dropins::DropInError),
+    #[error(transparent)]
+    Reference(#[from] references::ReferenceError),
 }
 
 impl UnitError {
@@ -280,13 +286,20 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     } = prepare::prepare_all(host, &state, targets, &how)?;
     // quadlet judges every unit to be written before the first one is: a unit it rejects
     // would leave a service that no longer loads after the next daemon-reload.
-    for (t, _, plan, report) in &work {
-        let writes = plan.file.contains(&Action::WriteUnit) || report.result.staged;
-        if let Some(d) = t.desired.as_ref().filter(|_| writes) {
-            let dir = t.path.parent().unwrap_or(&p.quadlet_dir);
-            host.quadlet.check(&t.name.file_name(), &d.text(), dir)?;
-        }
-    }
+    // All of them at once: a container may refer to a `.network` the same run writes.
+    let new: Vec<NewText> = work
+        .iter()
+        .filter(|(_, _, plan, report)| {
+            plan.file.contains(&Action::WriteUnit) || report.result.staged
+        })
+        .filter_map(|(t, _, _, _)| {
+            Some(NewText {
+                file_name: t.name.file_name(),
+                text: t.desired.as_ref()?.text(),
+            })
+        })
+        .collect();
+    host.quadlet.check_all(&new, &p.quadlet_dir)?;
     if let Some(name) = &p.checkpoint
         && !inv.check_mode
         && restore_from.is_none()
@@ -400,7 +413,7 @@ pub fn validate(p: &Params) -> Result<Reads, UnitError> {
     }
     let mut images: Vec<String> = targets
         .iter()
-        .filter_map(|t| Some(t.desired.as_ref()?.image.as_str().to_string()))
+        .filter_map(|t| Some(t.desired.as_ref()?.image.as_ref()?.as_str().to_string()))
         .collect();
     images.sort();
     images.dedup();
@@ -425,6 +438,8 @@ pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, UnitError> {
 
 #[cfg(test)]
 mod apply_tests;
+#[cfg(test)]
+mod kinds_tests;
 #[cfg(test)]
 mod plan_bench;
 #[cfg(test)]

@@ -140,11 +140,16 @@ pub fn prefetch(host: &Host, targets: &[Target]) -> Result<Prefetched, UnitError
 }
 
 /// The revision a file's label names, when refit wrote exactly this text under it and only its
-/// drop-ins have changed since: the file is then rewritten with a new label, so the container's
-/// label changes too. A hand edit usually keeps the label line, but its text is not what refit
-/// wrote under that label: it counts as a revision of its own, which the plan calls drift.
-fn written_for_other_dropins(unit: &UnitFile, now: &str, history: &UnitHistory) -> Option<String> {
+/// inputs (drop-ins, the units it refers to) have changed since: the file is then rewritten
+/// with a new label, so the container's label changes too. A hand edit usually keeps the label
+/// line, but its text is not what refit wrote under that label: it counts as a revision of its
+/// own, which the plan calls drift. With no history to tell the two apart, the label is taken:
+/// the file is rewritten rather than left to start a container under a stale label.
+fn written_for_other_inputs(unit: &UnitFile, now: &str, history: &UnitHistory) -> Option<String> {
     let label = recorded_label(unit).filter(|l| l != now)?;
+    if history.revisions.is_empty() && history.written_revision().is_none() {
+        return Some(label);
+    }
     let text = canonical_text(unit);
     history
         .revisions
@@ -166,8 +171,8 @@ pub fn observe(
         None => None,
         Some(text) => match UnitFile::parse(text) {
             Ok(u) => {
-                let now = revision_with(&u, &t.dropins);
-                Some(written_for_other_dropins(&u, &now, &history).unwrap_or(now))
+                let now = t.inputs.effective(&revision_with(&u, &t.dropins));
+                Some(written_for_other_inputs(&u, &now, &history).unwrap_or(now))
             }
             Err(e) => {
                 return Err(UnitError::BadFileOnDisk {
@@ -179,8 +184,8 @@ pub fn observe(
         },
     };
     let services = t.services();
-    let image_id = match t.desired.as_ref() {
-        Some(d) => host.podman.image_id(d.image.as_str())?,
+    let image_id = match t.desired.as_ref().and_then(|d| d.image.as_ref()) {
+        Some(image) => host.podman.image_id(image.as_str())?,
         None => None,
     };
     let stem = [t.name.stem()];

@@ -97,7 +97,10 @@ impl Report {
                     .filter(|_| t.wanted != Wanted::Absent),
             },
             image: ImageResult {
-                reference: t.desired.as_ref().map(|d| d.image.to_string()),
+                reference: t
+                    .desired
+                    .as_ref()
+                    .and_then(|d| d.image.as_ref().map(ToString::to_string)),
                 previous_id: obs.running_image_id(),
                 id: obs.image_id.clone(),
                 pulled: fetched.pulled,

@@ -11,7 +11,6 @@ use super::observe::Observation;
 use super::report::Report;
 use super::target::{Desired, Target};
 use crate::converge::short;
-use crate::podman::ImageRef;
 use crate::state::{RevisionRecord, read_optional, remove_file};
 use crate::systemd::Job;
 use crate::time::now_rfc3339;
@@ -98,14 +97,17 @@ impl Applier<'_> {
             revision: short(&back.revision).to_string(),
             detail,
         };
-        let prev = Desired::from_unit(
+        let prev = Desired::recorded(
             UnitFile::parse(&back.text).map_err(|e| bad(e.to_string()))?,
-            ImageRef::parse(&back.image_ref).map_err(|e| bad(e.to_string()))?,
-            &t.dropins,
-        );
+            t.name.kind(),
+            &back.image_ref,
+            &back.revision,
+        )
+        .map_err(|e| bad(e.to_string()))?;
         let podman = self.host.podman;
-        let image_id = match &back.image_id {
-            Some(id) => {
+        let image_id = match (&back.image_id, &prev.image) {
+            (_, None) => None,
+            (Some(id), Some(image)) => {
                 if podman.image_id(id).map_err(UnitError::from)?.is_none() {
                     return Err(RollbackError::ImageGone {
                         image: back.image_ref.clone(),
@@ -113,14 +115,10 @@ impl Applier<'_> {
                         revision: short(&back.revision).to_string(),
                     });
                 }
-                podman
-                    .tag(id, prev.image.as_str())
-                    .map_err(UnitError::from)?;
+                podman.tag(id, image.as_str()).map_err(UnitError::from)?;
                 Some(id.clone())
             }
-            None => podman
-                .image_id(prev.image.as_str())
-                .map_err(UnitError::from)?,
+            (None, Some(image)) => podman.image_id(image.as_str()).map_err(UnitError::from)?,
         };
         // The failed revision stops first: a crash-looping one has a restart of its own
         // scheduled, which would otherwise interleave with the rollback's start (or, after the

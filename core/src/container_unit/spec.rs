@@ -20,7 +20,7 @@ const RUN_COUNT: usize = 17;
 
 /// What describes one unit.
 pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
-    OptionSpec::new("name", Kind::Str, "The unit, as C(hello), C(hello.container), a template C(worker@), or an instance file C(report@daily), which holds a unit of its own (no template). Give O(name) or O(units)."),
+    OptionSpec::new("name", Kind::Str, "The unit, as C(hello), C(hello.container), a template C(worker@), or an instance file C(report@daily), which holds a unit of its own (no template); or a unit of another quadlet kind, named with its suffix: C(app.network), C(data.volume), C(stack.pod), C(app.image), C(app.build), given as O(content). Units refer to each other (C(Image=app.image), C(Pod=), C(Network=), C(Volume=data.volume:/data)), and a unit's revision covers the revisions of what it refers to. C(.kube) and C(.artifact) units are refused. Give O(name) or O(units)."),
     OptionSpec::new("image", Kind::Str, "The image reference, C(Image=).").aliases(&["image_ref"]),
     OptionSpec::new("exec", Kind::Str, "The command, C(Exec=)."),
     OptionSpec::new("volumes", Kind::List(Elem::Str), "C(Volume=) entries, C(SOURCE:DEST[:OPTIONS])."),
@@ -46,7 +46,7 @@ pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
     OptionSpec::new("container", Kind::List(Elem::Str), "Extra C([Container]) entries, each C(Key=Value)."),
     OptionSpec::new("service", Kind::List(Elem::Str), "Extra C([Service]) entries, each C(Key=Value)."),
     OptionSpec::new("install", Kind::List(Elem::Str), "Extra C([Install]) entries, each C(Key=Value)."),
-    OptionSpec::new("content", Kind::Str, "The whole unit text, instead of the structured options. It must set C(Image=) in C([Container]).\nRefused together with any structured option it would make refit ignore (O(image), O(exec), O(volumes), O(env), O(secret_env), O(secrets), O(network), O(ports), O(labels), O(health_cmd), O(health_interval), O(unit), O(container), O(service), O(install)), also inside O(units) entries."),
+    OptionSpec::new("content", Kind::Str, "The whole unit text, instead of the structured options. A C(.container) must set C(Image=) in C([Container]): an image reference, or an C(.image) or C(.build) unit whose image it runs. Units of the other kinds are given as O(content) only.\nRefused together with any structured option it would make refit ignore (O(image), O(exec), O(volumes), O(env), O(secret_env), O(secrets), O(network), O(ports), O(labels), O(health_cmd), O(health_interval), O(unit), O(container), O(service), O(install)), also inside O(units) entries."),
     OptionSpec::new(
         "socket",
         Kind::Dict,
@@ -184,7 +184,7 @@ pub static OPTIONS: [OptionSpec; UNIT_COUNT + RUN_COUNT] = join(UNIT_OPTIONS, RU
 
 pub static SPEC: ModuleSpec = ModuleSpec {
     name: "container_unit",
-    short_description: "Replace quadlet .container units in place by revision hash and image, and wait until the new revision runs",
+    short_description: "Replace quadlet units of every kind in place by revision hash and image, and wait until the new revision runs",
     options: &OPTIONS,
     mutually_exclusive: &EXCLUSIVE,
     required_one_of: &[&["name", "units"]],

@@ -1,14 +1,13 @@
 //! Targets: validated units with their services, in dependency order, and their plans.
 
+pub use super::desired::Desired;
 use super::observe::Observation;
 use super::{Params, UnitError, UnitParams};
-use crate::plan::{Action, Reason, Wanted, plan};
-use crate::podman::ImageRef;
+use crate::plan::{Action, Observed, Reason, RunningContainer, Wanted, plan};
 use crate::systemd::Job;
 use crate::unit::dropins::{DropIn, revision_with};
 use crate::unit::render::RenderError;
-use crate::unit::revision::with_revision_label;
-use crate::unit::{ContainerOptions, UnitFile, UnitName, render};
+use crate::unit::{ContainerOptions, Kind, UnitFile, UnitName, render_kind};
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 
@@ -34,6 +33,10 @@ pub struct Target {
     /// The drop-ins quadlet merges into the unit, read from the quadlet dir: part of the
     /// revision, so a changed drop-in restarts the unit.
     pub dropins: Vec<DropIn>,
+    /// What the effective revision covers besides the unit's own text: the revisions of the
+    /// units it refers to (set by `references::resolve`), and extra inputs from outside the
+    /// unit files (the seam for secrets and files refit did not write).
+    pub inputs: crate::unit::graph::Inputs,
 }
 
 impl Target {
@@ -47,32 +50,6 @@ impl Target {
         } else {
             vec![self.name.service()]
         }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct Desired {
-    pub unit: UnitFile,
-    pub revision: String,
-    pub image: ImageRef,
-    pub needs_health: bool,
-}
-
-impl Desired {
-    pub fn from_unit(unit: UnitFile, image: ImageRef, dropins: &[DropIn]) -> Self {
-        let revision = revision_with(&unit, dropins);
-        let needs_health = unit
-            .value("Container", "HealthCmd")
-            .is_some_and(|v| !v.is_empty() && v != "none");
-        Desired {
-            unit: with_revision_label(&unit, &revision),
-            revision,
-            image,
-            needs_health,
-        }
-    }
-    pub fn text(&self) -> String {
-        self.unit.render()
     }
 }
 
@@ -153,6 +130,7 @@ pub fn targets(p: &Params, key: &super::secrets::SecretKey) -> Result<Vec<Target
         }
         out.push(t);
     }
+    super::references::resolve(&mut out, &p.quadlet_dir)?;
     let names: Vec<String> = out.iter().map(|t| t.name.file_name()).collect();
     // Which unit file runs each service, so each unit's dependencies are found by lookup,
     // not by comparing every pair of units.
@@ -252,14 +230,14 @@ fn target(
     let desired = match wanted {
         Wanted::Absent | Wanted::RolledBack => None,
         _ => {
-            let r = render(&u.options, &|k, v| {
+            let r = render_kind(name.kind(), &u.options, &|k, v| {
                 super::secrets::secret_name(key, &name, k, v)
             })
             .map_err(super::render_error)?;
             super::links::check_install(&r.unit)?;
             let mut unit = r.unit;
             crate::unit::socket::pull_in(&mut unit, name.stem());
-            Some(Desired::from_unit(unit, r.image, &dropins))
+            Some(Desired::from_unit(unit, name.kind(), r.image, &dropins))
         }
     };
     let after = after_of(&u.options, desired.as_ref().map(|d| &d.unit));
@@ -276,6 +254,7 @@ fn target(
         secrets,
         rollback_to: u.rollback_to.clone(),
         dropins,
+        inputs: crate::unit::graph::Inputs::default(),
     })
 }
 
@@ -327,8 +306,12 @@ fn to_record(
     rec: &crate::state::RevisionRecord,
 ) -> Result<(), UnitError> {
     let unit = UnitFile::parse(&rec.text).map_err(RenderError::from)?;
-    let image = ImageRef::parse(&rec.image_ref).map_err(RenderError::from)?;
-    t.desired = Some(Desired::from_unit(unit, image, &t.dropins));
+    t.desired = Some(Desired::recorded(
+        unit,
+        t.name.kind(),
+        &rec.image_ref,
+        &rec.revision,
+    )?);
     obs.rollback_image_id = rec.image_id.clone();
     Ok(())
 }
@@ -348,17 +331,44 @@ pub fn resolve_checkpoint(
         return Ok(());
     };
     let unit = UnitFile::parse(text).map_err(RenderError::from)?;
-    let image = unit
-        .value("Container", "Image")
-        .unwrap_or_default()
-        .to_string();
-    let image = ImageRef::parse(&image).map_err(RenderError::from)?;
-    t.desired = Some(Desired::from_unit(unit, image, &t.dropins));
+    // The text as it was, under the revision its label named (a resource's, its own).
+    let revision = crate::unit::revision::recorded_label(&unit)
+        .unwrap_or_else(|| revision_with(&unit, &t.dropins));
+    let image_ref = match unit.value("Container", "Image") {
+        Some(i) if i.ends_with(".image") || i.ends_with(".build") => {
+            let dir = t.path.parent().unwrap_or(std::path::Path::new("/"));
+            super::references::image_on_disk(dir, i)?
+        }
+        Some(i) => i.to_string(),
+        None => String::new(),
+    };
+    t.desired = Some(Desired::recorded(
+        unit,
+        t.name.kind(),
+        &image_ref,
+        &revision,
+    )?);
     obs.rollback_image_id = entry.image_id.clone();
     if !entry.active {
         t.wanted = Wanted::Present;
     }
     Ok(())
+}
+
+/// What a resource's active service runs, for the plan, which knows containers: a network,
+/// volume or image service that is up runs the desired revision whatever its text (a restart
+/// would create nothing new); a pod or build runs the text on disk, so a new text restarts it.
+fn resource_running(kind: Kind, desired: &str, obs: &Observed) -> Option<RunningContainer> {
+    let revision = if kind.restarts_on_change() {
+        obs.file_revision.clone()
+    } else {
+        Some(desired.to_string())
+    };
+    obs.active.then(|| RunningContainer {
+        revision,
+        image_id: obs.image_id.clone().unwrap_or_default(),
+        health: None,
+    })
 }
 
 /// The plan of each service, merged: file actions once, jobs per service.
@@ -367,11 +377,16 @@ pub fn plan_target(t: &Target, obs: &Observation) -> TargetPlan {
     let mut out = TargetPlan::default();
     let services = t.services();
     // A template with no instances listed (stopped, absent) still has a file to plan.
-    let inputs: Vec<_> = if services.is_empty() {
+    let mut inputs: Vec<_> = if services.is_empty() {
         vec![obs.plan_input_file()]
     } else {
         (0..services.len()).map(|i| obs.plan_input(i)).collect()
     };
+    if !t.name.kind().runs_container() {
+        for input in &mut inputs {
+            input.container = resource_running(t.name.kind(), rev, input);
+        }
+    }
     for (i, input) in inputs.iter().enumerate() {
         let p = plan(t.wanted, rev, input);
         for a in &p.actions {

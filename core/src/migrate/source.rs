@@ -3,7 +3,7 @@
 
 use super::Migration;
 use crate::podman::{ImageRef, OneOff};
-use crate::unit::{UnitFile, UnitName, words};
+use crate::unit::{Kind, UnitFile, UnitName, words};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -15,7 +15,9 @@ pub enum SourceError {
     NoUnit(PathBuf),
     #[error("cannot read {path}: {detail}")]
     Read { path: PathBuf, detail: String },
-    #[error("{0} has no Image= in [Container]; fix the unit")]
+    #[error(
+        "{0} names no image (Image= in [Container], or ImageTag=/Image= in the .image or .build unit it names); fix the unit"
+    )]
     NoImage(PathBuf),
     #[error(transparent)]
     Image(#[from] crate::reference::RefError),
@@ -75,6 +77,21 @@ pub fn oneoff(
                 .value("Container", "Image")
                 .ok_or_else(|| SourceError::NoImage(path.clone()))?
                 .to_string();
+            // `Image=app.image` runs the image that unit names.
+            if let Some(kind) = spec
+                .image
+                .rsplit_once('.')
+                .and_then(|(_, ext)| Kind::from_ext(ext))
+                .filter(|k| matches!(k, Kind::Image | Kind::Build))
+            {
+                let unit_path = quadlet_dir.join(&spec.image);
+                spec.image = crate::state::read_optional(&unit_path)
+                    .ok()
+                    .flatten()
+                    .and_then(|t| UnitFile::parse(&t).ok())
+                    .and_then(|u| crate::unit::graph::image_of(kind, &u))
+                    .ok_or(SourceError::NoImage(unit_path))?;
+            }
             if let Some(image) = image {
                 spec.image = image.to_string();
             }
@@ -146,5 +163,38 @@ fn quadlet_network(n: &str) -> String {
     match n.strip_suffix(".network") {
         Some(stem) => format!("systemd-{stem}"),
         None => n.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::put_file;
+
+    #[test]
+    fn a_unit_whose_image_is_an_image_unit_runs_that_units_image() {
+        let q = tempfile::tempdir().expect("tmp");
+        put_file(
+            q.path(),
+            "db.container",
+            "[Container]\nImage=db.image\nVolume=data.volume:/var/lib/db\n",
+        );
+        put_file(
+            q.path(),
+            "db.image",
+            "[Image]\nImage=registry.example.com/db:17\n",
+        );
+        let m = Migration {
+            unit: Some("db".into()),
+            ..Migration::default()
+        };
+        let s = oneoff(&m, q.path(), None, None).expect("resolves");
+        assert_eq!(s.spec.image, "registry.example.com/db:17");
+        assert_eq!(s.spec.volumes, ["systemd-data:/var/lib/db"]);
+        std::fs::remove_file(q.path().join("db.image")).expect("rm");
+        let e = oneoff(&m, q.path(), None, None)
+            .err()
+            .expect("no image unit");
+        assert!(e.to_string().contains("db.image"), "{e}");
     }
 }

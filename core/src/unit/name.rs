@@ -1,5 +1,6 @@
 //! Unit names: what systemd accepts, minus what could escape the quadlet dir.
 
+use super::kind::Kind;
 use std::fmt;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -12,8 +13,16 @@ pub enum NameError {
     BadChar(String, &'static str),
     #[error("unit name {0:?} is longer than 255 characters; choose a shorter name")]
     TooLong(String),
-    #[error("unit name {0:?} must end in .container, or have no suffix at all")]
+    #[error(
+        "unit name {0:?} must end in a quadlet suffix (.container, .network, .volume, .pod, .image, .build), or have none for a .container"
+    )]
     Suffix(String),
+    #[error(transparent)]
+    Kind(#[from] super::kind::KindError),
+    #[error(
+        "unit name {0:?} is a template of a {1} unit; refit runs templates of .container units only: name each {1} unit on its own"
+    )]
+    ResourceTemplate(String, super::kind::Kind),
     #[error(
         "unit name {0:?} has nothing before its @; a template is NAME@, an instance file NAME@INSTANCE"
     )]
@@ -24,19 +33,28 @@ pub enum NameError {
     ManyAt(String),
 }
 
-/// A validated `.container` unit name: `hello`, the template `worker@`, or the instance file
-/// `report@daily`. An instance file holds a unit of its own (quadlet generates
-/// `report@daily.service` from its own text), so refit manages it as a plain unit.
+/// A validated quadlet unit name: `hello` (a `.container`), the template `worker@`, the
+/// instance file `report@daily`, or a unit of another kind (`app.network`, `db.volume`). An
+/// instance file holds a unit of its own (quadlet generates `report@daily.service` from its own
+/// text), so refit manages it as a plain unit.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct UnitName {
-    /// The name without `.container`: `hello`, `worker@`.
+    /// The name without its suffix: `hello`, `worker@`.
     stem: String,
+    kind: Kind,
 }
 
 impl UnitName {
     pub fn parse(raw: &str) -> Result<Self, NameError> {
         validate_systemd_unit(raw)?;
-        let stem = raw.strip_suffix(".container").unwrap_or(raw);
+        let (stem, kind) = match raw.rsplit_once('.') {
+            Some((stem, ext)) => match Kind::from_ext(ext) {
+                Some(kind) => (stem, kind),
+                None => (raw, Kind::Container),
+            },
+            None => (raw, Kind::Container),
+        };
+        kind.managed(raw)?;
         if stem.is_empty() {
             return Err(NameError::Empty);
         }
@@ -53,23 +71,32 @@ impl UnitName {
             1 => {}
             _ => return Err(NameError::ManyAt(raw.to_string())),
         }
+        if stem.ends_with('@') && kind != Kind::Container {
+            return Err(NameError::ResourceTemplate(raw.to_string(), kind));
+        }
         Ok(UnitName {
             stem: stem.to_string(),
+            kind,
         })
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.kind
     }
 
     pub fn is_template(&self) -> bool {
         self.stem.ends_with('@')
     }
 
-    /// The quadlet file name: `hello.container`.
+    /// The quadlet file name: `hello.container`, `db.volume`.
     pub fn file_name(&self) -> String {
-        format!("{}.container", self.stem)
+        format!("{}.{}", self.stem, self.kind.ext())
     }
 
-    /// The service quadlet generates: `hello.service` (for a template, `worker@.service`).
+    /// The service quadlet generates: `hello.service` (for a template, `worker@.service`),
+    /// `db-volume.service`.
     pub fn service(&self) -> String {
-        format!("{}.service", self.stem)
+        self.kind.service(&self.stem)
     }
 
     /// One instance's service: `worker@3.service`.
@@ -128,7 +155,8 @@ fn bad_char(raw: &str) -> Option<&'static str> {
         .then_some("a character systemd does not allow")
 }
 
-/// `db` means `db.service` (and `db.container` too); a name with a unit suffix stays as it is.
+/// `db` means `db.service` (and `db.container` too), `db.volume` means `db-volume.service`; a
+/// name with a systemd unit suffix stays as it is.
 pub fn service_name(name: &str) -> String {
     let suffix = name.rsplit_once('.').map(|(_, s)| s);
     if let Some("service" | "target" | "socket" | "timer" | "mount" | "path" | "slice" | "scope") =
@@ -136,10 +164,14 @@ pub fn service_name(name: &str) -> String {
     {
         return name.to_string();
     }
-    format!(
-        "{}.service",
-        name.strip_suffix(".container").unwrap_or(name)
-    )
+    // `db.volume` means the service quadlet makes of it, `db-volume.service`.
+    match name.rsplit_once('.') {
+        Some((stem, ext)) => match Kind::from_ext(ext) {
+            Some(kind) => kind.service(stem),
+            None => format!("{name}.service"),
+        },
+        None => format!("{name}.service"),
+    }
 }
 
 /// Validates a systemd unit name of any type (`db.service`, `app.target`, `worker@2.service`),
@@ -208,6 +240,25 @@ mod tests {
         assert!(matches!(
             UnitName::parse("hello.service"),
             Err(NameError::Suffix(_))
+        ));
+    }
+
+    #[test]
+    fn every_managed_kind_has_its_file_and_service() {
+        for (raw, file, service) in [
+            ("app.network", "app.network", "app-network.service"),
+            ("db.volume", "db.volume", "db-volume.service"),
+            ("stack.pod", "stack.pod", "stack-pod.service"),
+            ("app.image", "app.image", "app-image.service"),
+            ("app.build", "app.build", "app-build.service"),
+        ] {
+            let n = UnitName::parse(raw).expect(raw);
+            assert_eq!((n.file_name(), n.service()), (file.into(), service.into()));
+        }
+        assert!(matches!(UnitName::parse("k.kube"), Err(NameError::Kind(_))));
+        assert!(matches!(
+            UnitName::parse("n@.network"),
+            Err(NameError::ResourceTemplate(..))
         ));
     }
 }

@@ -24,9 +24,16 @@ pub enum RenderError {
     )]
     NoImage,
     #[error(
-        "Image={0} names a quadlet .{1} unit, not an image in a registry; refit does not manage .image and .build units yet: give the image reference itself"
+        "a {kind} unit takes its text as `content`; `{param}` is an option of .container units only"
     )]
-    ImageUnit(String, &'static str),
+    ContentOnly {
+        kind: super::kind::Kind,
+        param: &'static str,
+    },
+    #[error(
+        "{0}: ServiceName= renames the service quadlet generates, and refit finds a unit's service by its file name; leave ServiceName= out"
+    )]
+    ServiceName(String),
     #[error("the unit content does not parse: {0}")]
     Parse(#[from] ParseError),
     #[error(transparent)]
@@ -61,11 +68,64 @@ pub struct ContainerOptions {
     pub socket: Option<Map<String, Value>>,
 }
 
-/// A desired unit: its parsed text and the image it runs.
+/// Where a container's image comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ImageSource {
+    /// A reference to pull: `Image=registry/app:1`.
+    Ref(ImageRef),
+    /// Another quadlet unit, by file name: `Image=app.image` or `Image=app.build`; the
+    /// reference is the one that unit names (`unit::graph` resolves it).
+    Unit(String),
+}
+
+/// A desired unit: its parsed text and, for a container, the image it runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RenderedUnit {
     pub unit: UnitFile,
-    pub image: ImageRef,
+    pub image: Option<ImageSource>,
+}
+
+/// Renders a unit of `kind`. A `.container` takes structured options or `content`; the other
+/// kinds take `content` alone, kept as it is written.
+pub fn render_kind(
+    kind: super::kind::Kind,
+    opts: &ContainerOptions,
+    secret_name: SecretNamer<'_>,
+) -> Result<RenderedUnit, RenderError> {
+    if kind.runs_container() {
+        return render(opts, secret_name);
+    }
+    let structured = [
+        ("image", opts.image.is_some()),
+        ("exec", opts.exec.is_some()),
+        ("volumes", !opts.volumes.is_empty()),
+        ("env", !opts.env.is_empty()),
+        ("secret_env", !opts.secret_env.is_empty()),
+        ("secrets", !opts.secrets.is_empty()),
+        ("network", opts.network.is_some()),
+        ("ports", !opts.ports.is_empty()),
+        ("health_cmd", opts.health_cmd.is_some()),
+        ("health_interval", opts.health_interval.is_some()),
+        ("labels", !opts.labels.is_empty()),
+        ("depends_on", !opts.depends_on.is_empty()),
+        ("unit", !opts.unit.is_empty()),
+        ("container", !opts.container.is_empty()),
+        ("service", !opts.service.is_empty()),
+        ("install", !opts.install.is_empty()),
+        ("socket", opts.socket.is_some()),
+    ];
+    if let Some((param, _)) = structured.iter().find(|(_, given)| *given) {
+        return Err(RenderError::ContentOnly { kind, param });
+    }
+    let text = opts.content.as_deref().ok_or(RenderError::ContentOnly {
+        kind,
+        param: "content",
+    })?;
+    let unit = writable(UnitFile::parse(text)?)?;
+    if unit.value(kind.section(), "ServiceName").is_some() {
+        return Err(RenderError::ServiceName(format!("[{}]", kind.section())));
+    }
+    Ok(RenderedUnit { unit, image: None })
 }
 
 /// The podman secret a `secret_env` entry is held in, named from its key and value.
@@ -109,13 +169,18 @@ pub fn render(
         .ok_or(RenderError::NoImage)?;
     // quadlet reads `app.image` and `app.build` as units whose image it runs; refit would
     // otherwise pull `docker.io/library/app.image`.
-    for kind in ["image", "build"] {
-        if image.ends_with(&format!(".{kind}")) {
-            return Err(RenderError::ImageUnit(image.to_string(), kind));
-        }
+    let image = if image.ends_with(".image") || image.ends_with(".build") {
+        ImageSource::Unit(image.to_string())
+    } else {
+        ImageSource::Ref(ImageRef::parse(image)?)
+    };
+    if unit.value("Container", "ServiceName").is_some() {
+        return Err(RenderError::ServiceName("[Container]".into()));
     }
-    let image = ImageRef::parse(image)?;
-    Ok(RenderedUnit { unit, image })
+    Ok(RenderedUnit {
+        unit,
+        image: Some(image),
+    })
 }
 
 /// The parsed `content`, if refit can write each of its values back as it read it: a value
@@ -293,129 +358,5 @@ fn quote_word(w: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-    use serde_json::json;
-
-    fn opts(v: Value) -> ContainerOptions {
-        serde_json::from_value(v).expect("options")
-    }
-
-    fn render(o: &ContainerOptions) -> Result<RenderedUnit, RenderError> {
-        super::render(o, &|k, _| format!("refit-test-{k}"))
-    }
-
-    proptest! {
-        /// An `env` value comes back from quadlet's word splitting exactly as it was given.
-        #[test]
-        fn quoted_words_split_back(v in "[ -~é€]{0,24}") {
-            let word = format!("K={v}");
-            prop_assert_eq!(crate::unit::words::split(&quote_word(&word)), vec![word]);
-        }
-    }
-
-    #[test]
-    fn secret_env_values_stay_out_of_the_unit() {
-        let r = render(&opts(
-            json!({"image": "a:1", "secret_env": {"DB_PASSWORD": "hunter22"}}),
-        ))
-        .expect("renders");
-        let text = r.unit.render();
-        assert!(!text.contains("hunter22"), "{text}");
-        assert!(
-            text.contains("Secret=refit-test-DB_PASSWORD,type=env,target=DB_PASSWORD"),
-            "{text}"
-        );
-        assert_eq!(
-            render(&opts(json!({"image": "a:1", "secret_env": {"A B": "x"}}))),
-            Err(RenderError::EnvName("secret_env.A B".into()))
-        );
-        assert_eq!(
-            render(&opts(json!({"image": "a:1", "env": {"A=B": "x"}}))),
-            Err(RenderError::EnvName("env.A=B".into()))
-        );
-        assert_eq!(
-            render(&opts(json!({"image": "a:1", "secret_env": {"A": ""}}))),
-            Err(RenderError::EmptySecret("secret_env.A".into()))
-        );
-    }
-
-    #[test]
-    fn values_a_unit_cannot_hold_are_refused_by_parameter() {
-        assert_eq!(
-            render(&opts(json!({"image": "a:1", "exec": "sleep 1 "}))),
-            Err(RenderError::Value {
-                param: "exec".into(),
-                why: Unrepresentable::Padding
-            })
-        );
-        assert_eq!(
-            render(&opts(
-                json!({"image": "a:1", "volumes": ["a:/b", "c:/d\\"]})
-            )),
-            Err(RenderError::Value {
-                param: "volumes[1]".into(),
-                why: Unrepresentable::TrailingBackslash
-            })
-        );
-    }
-
-    #[test]
-    fn structured_options_render_a_unit() {
-        let r = render(&opts(json!({
-            "image": "127.0.0.1:5000/svc:1.0",
-            "env": {"PORT": 18080, "GREETING": "hello world"},
-            "volumes": ["app-data:/data"],
-            "network": "host",
-            "health_cmd": "wget -q -O /dev/null http://127.0.0.1:18080/version",
-            "health_interval": "1s",
-            "labels": {"tier": "web"},
-            "unit": ["After=db.service"],
-            "service": ["Restart=on-failure"],
-            "install": ["WantedBy=multi-user.target"],
-        })))
-        .expect("renders");
-        insta::assert_snapshot!(r.unit.render());
-    }
-
-    #[test]
-    fn newlines_and_bad_pairs_are_refused() {
-        assert_eq!(
-            render(&opts(
-                json!({"image": "a:1", "env": {"X": "1\nExecStartPre=/bin/evil"}})
-            )),
-            Err(RenderError::Value {
-                param: "env.X".into(),
-                why: Unrepresentable::Newline
-            })
-        );
-        assert!(matches!(
-            render(&opts(json!({"image": "a:1", "service": ["Restart"]}))),
-            Err(RenderError::NotAPair { .. })
-        ));
-        assert_eq!(
-            render(&opts(json!({"env": {"A": "1"}}))),
-            Err(RenderError::NoImage)
-        );
-    }
-
-    #[test]
-    fn an_image_or_build_unit_is_not_taken_for_a_registry_name() {
-        for (image, kind) in [("app.image", "image"), ("\"app.build\"", "build")] {
-            let content = format!("[Container]\nImage={image}\n");
-            assert_eq!(
-                render(&opts(json!({ "content": content }))),
-                Err(RenderError::ImageUnit(image.trim_matches('"').into(), kind))
-            );
-        }
-    }
-
-    #[test]
-    fn content_needs_an_image() {
-        assert_eq!(
-            render(&opts(json!({"content": "[Container]\nExec=sleep 1\n"}))),
-            Err(RenderError::NoImage)
-        );
-    }
-}
+#[path = "render_tests.rs"]
+mod tests;
