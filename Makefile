@@ -5,7 +5,7 @@ CACHE ?= /var/cache/refit-testbed
 # The bed the collection is installed into: the one REFIT_TESTBED_RUN names (a lane, tests/testbed/lane.sh), or the first.
 RUN ?= $(or $(REFIT_TESTBED_RUN),/var/tmp/refit-testbed)
 VENV ?= $(CACHE)/venv
-MODULES := container_unit stop_services run_migrations flow_state
+MODULES := container_unit stop_services run_migrations flow_state data_step
 # The oldest glibc the modules run on (EL8); tools/zigbuild.sh builds for it, `make modules` checks it.
 GLIBC_CEILING := 2.28
 ZIG_OUT := target/x86_64-unknown-linux-gnu/release

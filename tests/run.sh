@@ -102,7 +102,7 @@ echo "started; its lines follow the integration suite's"
 # waiting on services, not on the CPU. Lane b takes the longest scenarios, then the older cores'
 # flows, the flows over SSH and molecule; the first bed takes the rest. Balanced by the times
 # the README lists, each lane takes about 20 minutes.
-LANE_SCENARIOS=(test_pulp.yml test_fleet.yml test_refitctl.yml test_container_unit_rollback_history.yml test_rerun_at_once.yml)
+LANE_SCENARIOS=(test_pulp.yml test_pg_major.yml test_fleet.yml test_refitctl.yml test_container_unit_rollback_history.yml test_rerun_at_once.yml)
 first_scenarios=()
 for s in tests/integration/test_*.yml; do
     [[ " ${LANE_SCENARIOS[*]} " == *" ${s##*/} "* ]] || first_scenarios+=("${s##*/}")

@@ -7,7 +7,7 @@ import pathlib
 import subprocess
 import sys
 
-MODULES = ["container_unit", "stop_services", "run_migrations", "flow_state"]
+MODULES = ["container_unit", "stop_services", "run_migrations", "flow_state", "data_step"]
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 

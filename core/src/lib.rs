@@ -4,6 +4,7 @@
 pub mod ansible;
 pub mod container_unit;
 pub mod converge;
+pub mod datastep;
 pub mod flow;
 pub mod host;
 pub mod logging;

@@ -9,6 +9,7 @@ fn modules() -> Vec<&'static ModuleSpec> {
         &refit_core::stop_services::spec::SPEC,
         &refit_core::migrate::spec::SPEC,
         &refit_core::flow::spec::SPEC,
+        &refit_core::datastep::spec::SPEC,
     ]
 }
 
@@ -237,6 +238,24 @@ fn samples(module: &str) -> Vec<serde_json::Value> {
                 ..flow_state::FlowStateResult::default()
             };
             vec![json(serde_json::to_value(&r))]
+        }
+        "data_step" => {
+            use refit_core::datastep::{Place, Report, StepReport};
+            let place = || {
+                Some(Place {
+                    image: "db:17".into(),
+                    volume: "db-17".into(),
+                })
+            };
+            let step = StepReport {
+                old: place(),
+                new: place(),
+                old_major: Some(15),
+                new_major: Some(17),
+                size_kb: Some(1),
+                ..StepReport::default()
+            };
+            vec![json(serde_json::to_value(Report { steps: vec![step] }))]
         }
         other => panic!("no sample result for {other}"),
     }

@@ -11,12 +11,13 @@
 #                     is slowed (files/slow_reload.sh, installed by the caller), so api is not
 #                     started yet
 #           starting  the start phase installed app's new text (db converged before it)
+#           building  a data step's build container runs (the new major's cluster being made)
 set -euo pipefail
 host=$1 moment=$2 log=$3
 shift 3
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 bed=$repo/tests/testbed/testbed.sh
-modules='ansible-tmp-[^ ]*/(AnsiballZ_)?(container_unit|run_migrations|flow_state) '
+modules='ansible-tmp-[^ ]*/(AnsiballZ_)?(container_unit|run_migrations|flow_state|data_step) '
 
 # Runs on the host: finds the moment, freezes the module of that phase, and exits 0. Every
 # 10 ms, at most 6000 looks (about 90 s).
@@ -46,6 +47,9 @@ while [ $i -lt 6000 ]; do
             : > /run/refit-test/armed
             : > /run/refit-test/slow-reload
         fi ;;
+    building)
+        podman ps --no-trunc --filter label=io.refit.migration=data-step:pulp-db.service --format '{{.Command}}' |
+            grep -q ' build ' && p=$(module data_step '"steps"') || p= ;;
     starting)
         [ /etc/containers/systemd/app.container -nt /run/refit-test/t0 ] &&
             p=$(module container_unit '"state": "started"') || p= ;;

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Pulp testbed images offline and pushes them to the bed's registry:
 #   pulp-postgres:17   PostgreSQL 17 from Debian trixie
+#   pulp-postgres:15   PostgreSQL 15 from Debian bookworm (a debootstrap of its own: no trixie
+#                      package holds 15); the old major of a stream that moves the database to 17
+#   pulp-postgres:17-broken  17 whose server never starts (a data step's failure, caused)
 #   pulp:3.121         pulpcore 3.121 (stream A), also as pulp:3.121-r1; pulp:3.121-r2 is its
 #                      rebuild (a z-stream: a new digest), which a scenario moves the tag to
 #   pulp:3.122         pulpcore 3.122 (stream B, one more core migration than A)
@@ -20,6 +23,9 @@ STORE=$CACHE/pulp
 STREAM_A=3.121.3
 STREAM_B=3.122.2
 PG_PACKAGES=(postgresql-17)
+# The old major: bookworm's own PostgreSQL, debootstrapped into a rootfs of its own under $CACHE.
+OLD_PG_SUITE=bookworm
+OLD_PG_PACKAGES=(postgresql-15)
 # psycopg's wheel brings its own libpq; pip comes as a wheel because trixie's python3 lacks ensurepip.
 PY_EXTRA=(gunicorn pip)
 # What trimming leaves out of the rootfs that every image starts from.
@@ -119,10 +125,41 @@ pulp_image() {
     echo "$ref"
 }
 
+# bookworm with PostgreSQL 15 as an image: debootstrap (the only step that needs the network,
+# about a minute, cached by its recipe), trimmed, imported, then the same entrypoint as 17's.
+old_pg_image() {
+    local key root ref base mirror
+    key=$(hash_of "$HERE/Containerfile.postgres-old" "$HERE/postgres-entry.sh" <(echo "$OLD_PG_SUITE ${OLD_PG_PACKAGES[*]} ${TRIM[*]}"))
+    ref=localhost/refit-pulp-postgres-old:$key
+    exists "$ref" && { echo "$ref"; return; }
+    root=$CACHE/rootfs-$OLD_PG_SUITE-pg-$key
+    if [ ! -f "$root/.done" ]; then
+        mirror=${REFIT_TESTBED_MIRROR:-http://deb.debian.org/debian}
+        log "old PostgreSQL: debootstrap $OLD_PG_SUITE with ${OLD_PG_PACKAGES[*]} (about a minute)"
+        rm -rf "$root"
+        mkdir -p "$root/etc/postgresql-common"
+        # No cluster at install: the entrypoint makes one on the data volume.
+        echo 'create_main_cluster = false' > "$root/etc/postgresql-common/createcluster.conf"
+        debootstrap --variant=minbase --include="$(IFS=,; echo "${OLD_PG_PACKAGES[*]}")" \
+            "$OLD_PG_SUITE" "$root" "$mirror" > "$STORE/debootstrap-$OLD_PG_SUITE.log" 2>&1 ||
+            die "debootstrap of $OLD_PG_SUITE failed; see $STORE/debootstrap-$OLD_PG_SUITE.log"
+        rm -f "$root"/var/cache/apt/archives/*.deb
+        touch "$root/.done"
+    fi
+    base=localhost/refit-pulp-base-$OLD_PG_SUITE:$key
+    if ! exists "$base"; then
+        local ex=(--exclude=./.done)
+        for t in "${TRIM[@]}"; do ex+=("--exclude=$t"); done
+        tar -C "$root" --numeric-owner "${ex[@]}" -c . | podman import -q - "$base" > /dev/null
+    fi
+    build "$ref" "$HERE/Containerfile.postgres-old" "$HERE" "BASE=$base"
+    echo "$ref"
+}
+
 main() {
     [ -d "$ROOTFS" ] || die "no rootfs at $ROOTFS; run testbed.sh up first"
     mkdir -p "$STORE"
-    local t0=$SECONDS base pg a b broken key ctx
+    local t0=$SECONDS base pg pg_broken old_pg a b broken key ctx
     base=$(base_image)
 
     key=$(hash_of "$HERE/Containerfile.postgres" "$HERE/postgres-entry.sh" <(echo "$base ${PG_PACKAGES[*]}"))
@@ -138,6 +175,11 @@ main() {
         rm -rf "$ctx"
     fi
 
+    old_pg=$(old_pg_image)
+    key=$(hash_of "$HERE/Containerfile.postgres-broken" <(echo "$pg"))
+    pg_broken=localhost/refit-pulp-postgres-broken:$key
+    build "$pg_broken" "$HERE/Containerfile.postgres-broken" "$HERE" "BASE=$pg"
+
     a=$(pulp_image "$STREAM_A" "$base")
     b=$(pulp_image "$STREAM_B" "$base")
     key=$(hash_of "$HERE/Containerfile.pulp-broken" "$HERE/0900_refit_broken.py" <(echo "$b"))
@@ -151,6 +193,8 @@ main() {
         return
     fi
     push "$pg" pulp-postgres:17
+    push "$pg_broken" pulp-postgres:17-broken
+    push "$old_pg" pulp-postgres:15
     push "$a" "pulp:${STREAM_A%.*}"
     push "$a" "pulp:${STREAM_A%.*}-r1"
     push "$a-r2" "pulp:${STREAM_A%.*}-r2"
