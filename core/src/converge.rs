@@ -230,6 +230,7 @@ mod tests {
                 unit: "a.service".into(),
                 state: ContainerState::Running,
                 health: None,
+                started_at: 0,
             }],
             ..FakePodman::default()
         };
@@ -282,6 +283,7 @@ mod tests {
                 unit: "a.service".into(),
                 state: ContainerState::Running,
                 health,
+                started_at: 0,
             }],
             ..FakePodman::default()
         };

@@ -116,6 +116,8 @@ pub struct Observed {
     pub image_id: Option<String>,
     /// Check mode: the registry holds a newer image under the reference than the local one.
     pub newer_image: bool,
+    /// The file on disk carries no refit label: another tool or a hand wrote it.
+    pub file_unlabelled: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -220,6 +222,16 @@ pub fn plan(wanted: Wanted, desired: &str, obs: &Observed) -> Plan {
         }
         Wanted::Absent => unreachable!("handled above"),
     }
+    // A container started from a file without refit's label would not say which revision it
+    // runs: before refit starts one, it writes its own text, label included. Until then a unit
+    // taken over keeps the file its tool wrote.
+    let starts = restart_needed || start_needed || wanted == Wanted::Restarted;
+    if obs.file_unlabelled && starts && !file_changed {
+        actions.insert(0, Action::WriteUnit);
+        if !actions.contains(&Action::DaemonReload) {
+            actions.insert(1, Action::DaemonReload);
+        }
+    }
     reasons.sort();
     reasons.dedup();
     Plan {
@@ -249,6 +261,7 @@ mod tests {
             }),
             image_id: Some("img2".into()),
             newer_image: false,
+            file_unlabelled: false,
         }
     }
 

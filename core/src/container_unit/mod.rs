@@ -5,7 +5,7 @@
 //! the plans. A target is one unit file and the services it runs: itself, or a template's
 //! instances.
 
-mod adopt;
+pub mod adopt;
 mod apply;
 mod checkpoint;
 mod failure;
@@ -418,6 +418,8 @@ pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, UnitError> {
     run(p, inv, &Host::real(&podman, &registry))
 }
 
+#[cfg(test)]
+mod adopt_tests;
 #[cfg(test)]
 mod apply_tests;
 #[cfg(test)]

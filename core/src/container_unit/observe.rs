@@ -39,6 +39,8 @@ pub struct Observation {
     pub rollback_image_id: Option<String>,
     /// A template's instance boot links that exist now.
     pub links: Vec<std::path::PathBuf>,
+    /// What `adopt::take_over` found of a file refit did not write.
+    pub takeover: super::adopt::TakeOver,
 }
 
 impl Observation {
@@ -64,6 +66,7 @@ impl Observation {
             recorded_revision: self.history.written_revision().map(str::to_string),
             image_id: self.image_id.clone(),
             newer_image: self.newer_image == Some(true),
+            file_unlabelled: self.takeover.unlabelled,
             ..Observed::default()
         }
     }
@@ -247,5 +250,25 @@ pub fn observe(
         newer_image: None,
         rollback_image_id: None,
         links: super::links::existing(t, &t.systemd_dir),
+        takeover: super::adopt::TakeOver {
+            changed_at: changed_at(t),
+            ..Default::default()
+        },
     })
+}
+
+/// The newest modification of the unit file and its drop-ins, in seconds since the epoch.
+fn changed_at(t: &Target) -> Option<i64> {
+    let dir = t.path.parent()?;
+    let drop_ins = t.dropins.iter().map(|d| dir.join(&d.dir).join(&d.name));
+    std::iter::once(t.path.clone())
+        .chain(drop_ins)
+        .map(|p| {
+            let modified = std::fs::metadata(p).ok()?.modified().ok()?;
+            let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
+            i64::try_from(since.as_secs()).ok()
+        })
+        .collect::<Option<Vec<i64>>>()?
+        .into_iter()
+        .max()
 }
