@@ -16,6 +16,8 @@ pub enum Reason {
     Drift,
     /// The running container's image is not the current local image of its reference.
     ImageChanged,
+    /// A file in `restart_on_change` changed after the running container started.
+    FileChanged,
     NotRunning,
     Unhealthy,
     /// systemd has not loaded the file on disk yet.
@@ -34,6 +36,7 @@ impl Reason {
             Reason::UnitChanged => "unit_changed",
             Reason::Drift => "drift",
             Reason::ImageChanged => "image_changed",
+            Reason::FileChanged => "file_changed",
             Reason::NotRunning => "not_running",
             Reason::Unhealthy => "unhealthy",
             Reason::ReloadPending => "reload_pending",
@@ -118,6 +121,8 @@ pub struct Observed {
     pub newer_image: bool,
     /// The file on disk carries no refit label: another tool or a hand wrote it.
     pub file_unlabelled: bool,
+    /// Inputs from outside the unit text that changed since the running container started.
+    pub inputs_changed: Vec<Reason>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -187,6 +192,10 @@ pub fn plan(wanted: Wanted, desired: &str, obs: &Observed) -> Plan {
         if obs.newer_image || obs.image_id.as_deref().is_some_and(|id| id != c.image_id) {
             restart_needed = true;
             reasons.push(Reason::ImageChanged);
+        }
+        if !obs.inputs_changed.is_empty() {
+            restart_needed = true;
+            reasons.extend(obs.inputs_changed.iter().copied());
         }
         if c.health == Some(Health::Unhealthy) {
             restart_needed = true;
@@ -262,6 +271,7 @@ mod tests {
             image_id: Some("img2".into()),
             newer_image: false,
             file_unlabelled: false,
+            inputs_changed: Vec::new(),
         }
     }
 

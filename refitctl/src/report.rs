@@ -16,7 +16,8 @@ pub struct StatusRow {
     /// The image ID its container runs.
     pub image: Option<String>,
     pub stream: Option<String>,
-    /// What an update would do for it: `newer image`, `new revision`, `restart needed`, `-`.
+    /// What an update would do for it: `newer image`, `new revision`, `restart needed (WHY)`,
+    /// `-`.
     pub pending: String,
 }
 
@@ -28,13 +29,15 @@ pub fn status_rows(run: &Run) -> Vec<StatusRow> {
             for u in result.units() {
                 let revision = u.revision.before.clone();
                 let pending = if u.image.newer_available == Some(true) {
-                    "newer image"
+                    "newer image".to_string()
                 } else if u.revision.before != u.revision.after {
-                    "new revision"
+                    "new revision".to_string()
                 } else if u.restart_needed {
-                    "restart needed"
+                    // Why, where it is not the text or the image: a file_changed, say.
+                    let reasons: Vec<&str> = u.reasons.iter().map(|r| r.as_str()).collect();
+                    format!("restart needed ({})", reasons.join(", "))
                 } else {
-                    "-"
+                    "-".to_string()
                 };
                 let image = u.image.previous_id.clone();
                 let row = |service: &str, active: bool| StatusRow {
@@ -44,7 +47,7 @@ pub fn status_rows(run: &Run) -> Vec<StatusRow> {
                     revision: revision.clone(),
                     image: image.clone(),
                     stream: stream.clone(),
-                    pending: pending.to_string(),
+                    pending: pending.clone(),
                 };
                 if u.instances.is_empty() {
                     rows.push(row(&u.service, u.active));

@@ -10,6 +10,7 @@ mod apply;
 mod checkpoint;
 mod failure;
 mod fetch;
+mod inputs;
 mod links;
 mod observe;
 mod prepare;
@@ -60,6 +61,9 @@ pub struct UnitParams {
     pub state: Option<Wanted>,
     /// With `rolled_back`: the kept revision to go back to, by a prefix of its history id.
     pub rollback_to: Option<String>,
+    /// Host files whose change restarts the unit (`inputs`).
+    #[serde(default)]
+    pub restart_on_change: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -162,6 +166,18 @@ pub enum UnitError {
         unit: String,
         path: PathBuf,
         detail: String,
+    },
+    #[error(
+        "restart_on_change: {0:?} is not an absolute path; give each file as a full path, such as /etc/app/settings.yaml"
+    )]
+    InputPath(String),
+    #[error(
+        "restart_on_change: cannot read {path}; create it, or leave it out of restart_on_change"
+    )]
+    InputFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
     },
     #[error(transparent)]
     State(#[from] StateError),

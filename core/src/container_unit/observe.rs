@@ -39,6 +39,8 @@ pub struct Observation {
     pub rollback_image_id: Option<String>,
     /// A template's instance boot links that exist now.
     pub links: Vec<std::path::PathBuf>,
+    /// The target's `restart_on_change` files, with when each last changed.
+    pub inputs: Vec<super::inputs::FileInput>,
     /// What `adopt::take_over` found of a file refit did not write.
     pub takeover: super::adopt::TakeOver,
 }
@@ -50,6 +52,11 @@ impl Observation {
         Observed {
             need_daemon_reload: s.need_daemon_reload,
             active: s.active,
+            inputs_changed: s
+                .container
+                .as_ref()
+                .map(|c| super::inputs::changed(&self.inputs, c.started_at))
+                .unwrap_or_default(),
             container: s.container.as_ref().map(|c| RunningContainer {
                 revision: c.revision.clone(),
                 image_id: c.image_id.clone(),
@@ -250,6 +257,7 @@ pub fn observe(
         newer_image: None,
         rollback_image_id: None,
         links: super::links::existing(t, &t.systemd_dir),
+        inputs: super::inputs::read(t)?,
         takeover: super::adopt::TakeOver {
             changed_at: changed_at(t),
             ..Default::default()

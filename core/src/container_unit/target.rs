@@ -34,6 +34,8 @@ pub struct Target {
     /// The drop-ins quadlet merges into the unit, read from the quadlet dir: part of the
     /// revision, so a changed drop-in restarts the unit.
     pub dropins: Vec<DropIn>,
+    /// Host files whose change restarts the unit (`inputs`).
+    pub restart_on_change: Vec<PathBuf>,
 }
 
 impl Target {
@@ -216,6 +218,7 @@ fn target(
     if !name.is_template() && !u.instances.is_empty() {
         return Err(UnitError::InstancesWithoutTemplate(name.file_name()));
     }
+    super::inputs::check(&u.restart_on_change)?;
     if name.is_template() && u.options.socket.is_some() {
         return Err(UnitError::Render(
             crate::unit::socket::SocketError::Template(name.file_name()).into(),
@@ -276,6 +279,7 @@ fn target(
         secrets,
         rollback_to: u.rollback_to.clone(),
         dropins,
+        restart_on_change: u.restart_on_change.clone(),
     })
 }
 
