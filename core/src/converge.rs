@@ -233,6 +233,7 @@ mod tests {
                 unit: "a.service".into(),
                 state: ContainerState::Running,
                 health: None,
+                started_at: 0,
             }],
             ..FakePodman::default()
         };
@@ -286,6 +287,7 @@ mod tests {
                 unit: "a.service".into(),
                 state: ContainerState::Running,
                 health,
+                started_at: 0,
             }],
             ..FakePodman::default()
         };

@@ -16,6 +16,8 @@ pub enum Reason {
     Drift,
     /// The running container's image is not the current local image of its reference.
     ImageChanged,
+    /// A file in `restart_on_change` changed after the running container started.
+    FileChanged,
     NotRunning,
     Unhealthy,
     /// systemd has not loaded the file on disk yet.
@@ -34,6 +36,7 @@ impl Reason {
             Reason::UnitChanged => "unit_changed",
             Reason::Drift => "drift",
             Reason::ImageChanged => "image_changed",
+            Reason::FileChanged => "file_changed",
             Reason::NotRunning => "not_running",
             Reason::Unhealthy => "unhealthy",
             Reason::ReloadPending => "reload_pending",
@@ -116,6 +119,10 @@ pub struct Observed {
     pub image_id: Option<String>,
     /// Check mode: the registry holds a newer image under the reference than the local one.
     pub newer_image: bool,
+    /// The file on disk carries no refit label: another tool or a hand wrote it.
+    pub file_unlabelled: bool,
+    /// Inputs from outside the unit text that changed since the running container started.
+    pub inputs_changed: Vec<Reason>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -186,6 +193,10 @@ pub fn plan(wanted: Wanted, desired: &str, obs: &Observed) -> Plan {
             restart_needed = true;
             reasons.push(Reason::ImageChanged);
         }
+        if !obs.inputs_changed.is_empty() {
+            restart_needed = true;
+            reasons.extend(obs.inputs_changed.iter().copied());
+        }
         if c.health == Some(Health::Unhealthy) {
             restart_needed = true;
             reasons.push(Reason::Unhealthy);
@@ -220,6 +231,16 @@ pub fn plan(wanted: Wanted, desired: &str, obs: &Observed) -> Plan {
         }
         Wanted::Absent => unreachable!("handled above"),
     }
+    // A container started from a file without refit's label would not say which revision it
+    // runs: before refit starts one, it writes its own text, label included. Until then a unit
+    // taken over keeps the file its tool wrote.
+    let starts = restart_needed || start_needed || wanted == Wanted::Restarted;
+    if obs.file_unlabelled && starts && !file_changed {
+        actions.insert(0, Action::WriteUnit);
+        if !actions.contains(&Action::DaemonReload) {
+            actions.insert(1, Action::DaemonReload);
+        }
+    }
     reasons.sort();
     reasons.dedup();
     Plan {
@@ -249,6 +270,8 @@ mod tests {
             }),
             image_id: Some("img2".into()),
             newer_image: false,
+            file_unlabelled: false,
+            inputs_changed: Vec::new(),
         }
     }
 

@@ -64,6 +64,18 @@ pub enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Show, changing nothing, what a deploy over services already running would do: which
+    /// units it takes over as they run (no restart), which it updates, and why
+    #[command(
+        after_help = "Example:\n  refitctl adopt --deployment deployment.yml\n  refitctl adopt --json --diff"
+    )]
+    Adopt {
+        /// Print JSON (each host's plan and its units' planned results) instead of text
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        common: Common,
+    },
     /// A table per service: unit, state, revision, running image, stream, newer image
     #[command(after_help = "Example:\n  refitctl status\n  refitctl status --json | jq .")]
     Status {
@@ -166,6 +178,7 @@ impl Command {
             Command::Status { common, .. }
             | Command::Upgrade { common, .. }
             | Command::Plan { common, .. }
+            | Command::Adopt { common, .. }
             | Command::Rollback { common, .. }
             | Command::History { common, .. } => common,
         }

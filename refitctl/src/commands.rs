@@ -21,6 +21,7 @@ pub fn run(command: &Command, log: &RunLog) -> Result<Ending, CtlError> {
         command,
         Command::Status { json: true, .. }
             | Command::Plan { json: true, .. }
+            | Command::Adopt { json: true, .. }
             | Command::History { json: true, .. }
     );
     let state_dir = state_dir(common);
@@ -121,6 +122,10 @@ pub fn run(command: &Command, log: &RunLog) -> Result<Ending, CtlError> {
                 None => "update",
             };
             let run = invocation(playbook, &params, extra, true, common.verbose == 0)?;
+            return Ok(print_plan(&run, json, common.diff, log));
+        }
+        Command::Adopt { .. } => {
+            let run = invocation("deploy", &params, extra, true, common.verbose == 0)?;
             return Ok(print_plan(&run, json, common.diff, log));
         }
         Command::Status { .. } => {
@@ -255,6 +260,7 @@ pub fn name(command: &Command) -> &'static str {
         Command::Update(_) => "update",
         Command::Upgrade { .. } => "upgrade",
         Command::Plan { .. } => "plan",
+        Command::Adopt { .. } => "adopt",
         Command::Status { .. } => "status",
         Command::Rollback { .. } => "rollback",
         Command::History { .. } => "history",

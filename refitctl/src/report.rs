@@ -16,7 +16,8 @@ pub struct StatusRow {
     /// The image ID its container runs.
     pub image: Option<String>,
     pub stream: Option<String>,
-    /// What an update would do for it: `newer image`, `new revision`, `restart needed`, `-`.
+    /// What an update would do for it: `newer image`, `new revision`, `restart needed (WHY)`,
+    /// `-`.
     pub pending: String,
 }
 
@@ -28,13 +29,15 @@ pub fn status_rows(run: &Run) -> Vec<StatusRow> {
             for u in result.units() {
                 let revision = u.revision.before.clone();
                 let pending = if u.image.newer_available == Some(true) {
-                    "newer image"
+                    "newer image".to_string()
                 } else if u.revision.before != u.revision.after {
-                    "new revision"
+                    "new revision".to_string()
                 } else if u.restart_needed {
-                    "restart needed"
+                    // Why, where it is not the text or the image: a file_changed, say.
+                    let reasons: Vec<&str> = u.reasons.iter().map(|r| r.as_str()).collect();
+                    format!("restart needed ({})", reasons.join(", "))
                 } else {
-                    "-"
+                    "-".to_string()
                 };
                 let image = u.image.previous_id.clone();
                 let row = |service: &str, active: bool| StatusRow {
@@ -44,7 +47,7 @@ pub fn status_rows(run: &Run) -> Vec<StatusRow> {
                     revision: revision.clone(),
                     image: image.clone(),
                     stream: stream.clone(),
-                    pending: pending.to_string(),
+                    pending: pending.clone(),
                 };
                 if u.instances.is_empty() {
                     rows.push(row(&u.service, u.active));
@@ -88,6 +91,10 @@ pub struct HostPlan {
     /// Services that would be restarted or started, each with why.
     pub restart: Vec<String>,
     pub migrate: Vec<String>,
+    /// Services refit did not write, found running their desired text and image: taken over
+    /// as they run, with no restart.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub adopt: Vec<String>,
     pub unchanged: Vec<String>,
     /// The plan of every unit, as `container_unit` returned it in check mode.
     pub units: Vec<UnitResult>,
@@ -95,7 +102,10 @@ pub struct HostPlan {
 
 impl HostPlan {
     pub fn changes(&self) -> bool {
-        !(self.fetch.is_empty() && self.restart.is_empty() && self.migrate.is_empty())
+        !(self.fetch.is_empty()
+            && self.restart.is_empty()
+            && self.migrate.is_empty()
+            && self.adopt.is_empty())
     }
 }
 
@@ -138,6 +148,8 @@ pub fn plan(run: &Run) -> Vec<HostPlan> {
                 };
                 p.restart
                     .extend(u.services().into_iter().map(|s| format!("{s} ({why})")));
+            } else if u.adopted {
+                p.adopt.extend(u.services());
             } else {
                 p.unchanged.extend(u.services());
             }
@@ -175,6 +187,9 @@ pub fn plan_text(plans: &[HostPlan]) -> String {
         out.push_str(&format!("  fetch:     {}\n", listing(&p.fetch)));
         out.push_str(&format!("  restart:   {}\n", listing(&p.restart)));
         out.push_str(&format!("  migrate:   {}\n", listing(&p.migrate)));
+        if !p.adopt.is_empty() {
+            out.push_str(&format!("  adopt:     {}\n", listing(&p.adopt)));
+        }
         out.push_str(&format!("  unchanged: {}\n", listing(&p.unchanged)));
     }
     out
@@ -186,6 +201,8 @@ pub struct HostChanges {
     pub host: String,
     pub restarted: Vec<String>,
     pub migrated: Vec<String>,
+    /// Services refit did not write, taken over as they ran: not restarted.
+    pub adopted: Vec<String>,
     /// Services no result of this run restarted.
     pub untouched: Vec<String>,
 }
@@ -202,6 +219,16 @@ pub fn changes(run: &Run) -> Vec<HostChanges> {
             for s in r.restarted_services() {
                 if !c.restarted.contains(&s) {
                     c.restarted.push(s);
+                }
+            }
+            for n in r
+                .units()
+                .iter()
+                .filter(|u| u.adopted)
+                .flat_map(|u| u.services())
+            {
+                if !c.adopted.contains(&n) {
+                    c.adopted.push(n);
                 }
             }
             for n in r.units().iter().flat_map(|u| u.services()) {
@@ -234,6 +261,11 @@ pub fn changes(run: &Run) -> Vec<HostChanges> {
 pub fn changes_text(changes: &[HostChanges]) -> String {
     let mut out = String::new();
     for c in changes {
+        // A line of its own, only on a run that took services over: the usual line stays as
+        // scripts read it.
+        if !c.adopted.is_empty() {
+            out.push_str(&format!("{}: adopted {}\n", c.host, listing(&c.adopted)));
+        }
         out.push_str(&format!(
             "{}: restarted {}; migrated {}; untouched {}\n",
             c.host,
@@ -313,5 +345,42 @@ mod tests {
         let c = changes(&run);
         assert_eq!(c[0].restarted, ["content.service"]);
         assert_eq!(c[0].migrated, ["content"]);
+    }
+
+    #[test]
+    fn services_taken_over_are_named_apart_from_those_restarted() {
+        use refit_core::plan::Reason;
+        use refit_core::results::container_unit::{BatchResult, UnitResult};
+        let unit = |name: &str, adopted: bool, reasons: Vec<Reason>| UnitResult {
+            unit: format!("{name}.container"),
+            service: format!("{name}.service"),
+            adopted,
+            restart_needed: !reasons.is_empty(),
+            reasons,
+            ..UnitResult::default()
+        };
+        let batch = BatchResult {
+            units: vec![
+                unit("db", true, vec![]),
+                unit("app", false, vec![Reason::UnitChanged]),
+                unit("redis", false, vec![]),
+            ],
+            ..BatchResult::default()
+        };
+        let line = |phase: &str| {
+            serde_json::json!({"host": "th1", "task": "t", "phase": phase,
+                "action": "refit.containers.container_unit", "status": "changed",
+                "result": batch})
+            .to_string()
+        };
+        let run = Run::parse(&[line("fetch"), line("start")].join("\n"));
+        let p = plan(&run);
+        assert_eq!(p[0].adopt, ["db.service"]);
+        assert_eq!(p[0].restart, ["app.service (unit_changed)"]);
+        assert_eq!(p[0].unchanged, ["redis.service"]);
+        assert!(plan_text(&p).contains("  adopt:     db.service\n"));
+        let c = changes(&run);
+        assert_eq!(c[0].adopted, ["db.service"]);
+        assert!(changes_text(&c).starts_with("th1: adopted db.service\n"));
     }
 }

@@ -84,6 +84,7 @@ impl Bed {
                     unit: service,
                     state: ContainerState::Running,
                     health: None,
+                    started_at: 0,
                 });
             }
         }

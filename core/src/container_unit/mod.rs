@@ -6,12 +6,13 @@
 //! the plans. A target is one unit file and the services it runs: itself, or a template's
 //! instances.
 
-mod adopt;
+pub mod adopt;
 mod apply;
 mod checkpoint;
 mod desired;
 mod failure;
 mod fetch;
+mod inputs;
 mod links;
 mod observe;
 mod prepare;
@@ -64,6 +65,9 @@ pub struct UnitParams {
     pub state: Option<Wanted>,
     /// With `rolled_back`: the kept revision to go back to, by a prefix of its history id.
     pub rollback_to: Option<String>,
+    /// Host files whose change restarts the unit (`inputs`).
+    #[serde(default)]
+    pub restart_on_change: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -166,6 +170,18 @@ pub enum UnitError {
         unit: String,
         path: PathBuf,
         detail: String,
+    },
+    #[error(
+        "restart_on_change: {0:?} is not an absolute path; give each file as a full path, such as /etc/app/settings.yaml"
+    )]
+    InputPath(String),
+    #[error(
+        "restart_on_change: cannot read {path}; create it, or leave it out of restart_on_change"
+    )]
+    InputFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
     },
     #[error(transparent)]
     State(#[from] StateError),
@@ -436,6 +452,8 @@ pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, UnitError> {
     run(p, inv, &Host::real(&podman, &registry))
 }
 
+#[cfg(test)]
+mod adopt_tests;
 #[cfg(test)]
 mod apply_tests;
 #[cfg(test)]

@@ -39,6 +39,10 @@ pub struct Observation {
     pub rollback_image_id: Option<String>,
     /// A template's instance boot links that exist now.
     pub links: Vec<std::path::PathBuf>,
+    /// The target's `restart_on_change` files, with when each last changed.
+    pub inputs: Vec<super::inputs::FileInput>,
+    /// What `adopt::take_over` found of a file refit did not write.
+    pub takeover: super::adopt::TakeOver,
 }
 
 impl Observation {
@@ -48,6 +52,11 @@ impl Observation {
         Observed {
             need_daemon_reload: s.need_daemon_reload,
             active: s.active,
+            inputs_changed: s
+                .container
+                .as_ref()
+                .map(|c| super::inputs::changed(&self.inputs, c.started_at))
+                .unwrap_or_default(),
             container: s.container.as_ref().map(|c| RunningContainer {
                 revision: c.revision.clone(),
                 image_id: c.image_id.clone(),
@@ -64,6 +73,7 @@ impl Observation {
             recorded_revision: self.history.written_revision().map(str::to_string),
             image_id: self.image_id.clone(),
             newer_image: self.newer_image == Some(true),
+            file_unlabelled: self.takeover.unlabelled,
             ..Observed::default()
         }
     }
@@ -252,5 +262,26 @@ pub fn observe(
         newer_image: None,
         rollback_image_id: None,
         links: super::links::existing(t, &t.systemd_dir),
+        inputs: super::inputs::read(t)?,
+        takeover: super::adopt::TakeOver {
+            changed_at: changed_at(t),
+            ..Default::default()
+        },
     })
+}
+
+/// The newest modification of the unit file and its drop-ins, in seconds since the epoch.
+fn changed_at(t: &Target) -> Option<i64> {
+    let dir = t.path.parent()?;
+    let drop_ins = t.dropins.iter().map(|d| dir.join(&d.dir).join(&d.name));
+    std::iter::once(t.path.clone())
+        .chain(drop_ins)
+        .map(|p| {
+            let modified = std::fs::metadata(p).ok()?.modified().ok()?;
+            let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
+            i64::try_from(since.as_secs()).ok()
+        })
+        .collect::<Option<Vec<i64>>>()?
+        .into_iter()
+        .max()
 }

@@ -86,6 +86,7 @@ fn prepare(
     let lap = Instant::now();
     secrets::ensure(host, state, &t, how.check)?;
     let fetched = fetch::fetch(host, &t, &mut obs, how.pull, how.check)?;
+    super::adopt::take_over(&t, &mut obs);
     let mut plan = target::plan_target(&t, &obs);
     let staged = how.stage && plan.defer_file();
     let mut report = Report::new(&t, &obs, &plan, fetched);

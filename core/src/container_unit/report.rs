@@ -64,6 +64,12 @@ impl Report {
             actions.extend(plan.stops.iter().map(|s| job("stop", s)));
         }
         actions.extend(plan.starts.iter().map(|(s, j)| job(j.verb(), s)));
+        // Taking a unit over changes no file and no service, only what refit has recorded.
+        let adopted = obs.takeover.adopted && !plan.changes();
+        if adopted {
+            actions.push("adopt".to_string());
+        }
+        let kept_as_is = obs.takeover.unlabelled && !plan.file.contains(&Action::WriteUnit);
         let first = obs.services.first();
         let instances = if template {
             obs.services
@@ -125,12 +131,14 @@ impl Report {
             },
             instances,
             held: plan.held.clone(),
+            adopted,
             ..UnitResult::default()
         };
         Report {
             result,
             changed,
-            diff: diff(t, obs),
+            // A file taken over as it is stays as its tool wrote it: there is nothing to show.
+            diff: diff(t, obs).filter(|_| !kept_as_is),
             summary,
         }
     }
@@ -162,6 +170,9 @@ fn summary(t: &Target, plan: &TargetPlan, actions: &[String]) -> String {
             ""
         };
         return format!("{} is converged{extra}", t.name.service());
+    }
+    if plan.reasons.is_empty() {
+        return format!("{}: {{verb}} {}", t.name.service(), actions.join(", "));
     }
     let reasons: Vec<&str> = plan.reasons.iter().map(|r| r.as_str()).collect();
     format!(

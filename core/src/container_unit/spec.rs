@@ -15,7 +15,7 @@ const STATES: &[&str] = &[
     "rolled_back",
 ];
 
-const UNIT_COUNT: usize = 22;
+const UNIT_COUNT: usize = 23;
 const RUN_COUNT: usize = 17;
 
 /// What describes one unit.
@@ -51,6 +51,11 @@ pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
         "socket",
         Kind::Dict,
         "Socket activation: refit writes `NAME.socket` (in `systemd_dir`, enabled through `sockets.target`) with `listen` (a list of `ListenStream=` addresses: `HOST:PORT`, `[IPV6]:PORT`, a port, or an absolute unix socket path) and optionally `backlog`, `reuse_port` and `socket_mode`. systemd holds the listening sockets, and podman passes them to the container (`LISTEN_FDS`, fd 3 on), so a restart of the service for a new image or unit text refuses no connection: clients wait in the backlog. The socket is part of the unit's revision; it is started before the service and replaced (restarted) only when its own text changes, which the result reports as `socket_replaced`. Not for templates.",
+    ),
+    OptionSpec::new(
+        "restart_on_change",
+        Kind::List(Elem::Str),
+        "Host files the container reads, such as bind-mounted config files and certificates (C(/etc/foreman/settings.yaml)), given as absolute paths. A file modified after the unit's container started means the service runs an old version of it: the unit is restarted, with the reason C(file_changed), which check mode reports first. Only the units that name a file restart when it changes. A file that is not there fails the run before anything changes.",
     ),
     OptionSpec::new(
         "instances",

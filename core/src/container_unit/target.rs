@@ -37,6 +37,8 @@ pub struct Target {
     /// units it refers to (set by `references::resolve`), and extra inputs from outside the
     /// unit files (the seam for secrets and files refit did not write).
     pub inputs: crate::unit::graph::Inputs,
+    /// Host files whose change restarts the unit (`inputs`).
+    pub restart_on_change: Vec<PathBuf>,
 }
 
 impl Target {
@@ -194,6 +196,7 @@ fn target(
     if !name.is_template() && !u.instances.is_empty() {
         return Err(UnitError::InstancesWithoutTemplate(name.file_name()));
     }
+    super::inputs::check(&u.restart_on_change)?;
     if name.is_template() && u.options.socket.is_some() {
         return Err(UnitError::Render(
             crate::unit::socket::SocketError::Template(name.file_name()).into(),
@@ -255,6 +258,7 @@ fn target(
         rollback_to: u.rollback_to.clone(),
         dropins,
         inputs: crate::unit::graph::Inputs::default(),
+        restart_on_change: u.restart_on_change.clone(),
     })
 }
 

@@ -20,13 +20,8 @@ impl Bed {
     /// A host where `hello` runs image `old-id` on an older revision.
     fn running_old() -> Bed {
         let dir = tempfile::tempdir().expect("tempdir");
-        let q = dir.path().join("quadlet");
-        std::fs::create_dir_all(&q).expect("mkdir");
-        std::fs::write(
-            q.join("hello.container"),
-            "[Container]\nImage=svc:1\nEnvironment=A=old\n",
-        )
-        .expect("write");
+        let old = "[Container]\nImage=svc:1\nEnvironment=A=old\n";
+        crate::testing::put_file(dir.path(), "quadlet/hello.container", old);
         let mut podman = FakePodman::default();
         podman.images.insert("svc:1".into(), "new-id".into());
         podman.containers.push(ContainerInfo {
@@ -36,6 +31,7 @@ impl Bed {
             unit: "hello.service".into(),
             state: ContainerState::Running,
             health: None,
+            started_at: 0,
         });
         Bed {
             dir,

@@ -64,6 +64,7 @@ impl Bed {
             unit: "app.service".into(),
             state: ContainerState::Running,
             health: Some(Health::Healthy),
+            started_at: 0,
         });
         Bed { dir, sim, podman }
     }

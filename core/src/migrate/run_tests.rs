@@ -37,6 +37,7 @@ impl Bed {
                 unit: unit.into(),
                 state: ContainerState::Running,
                 health: Some(Health::Healthy),
+                started_at: 0,
             });
         }
         Bed { dir, sim, podman }

@@ -244,6 +244,8 @@ pub(super) struct Listed {
     /// The exit code of an exited container (0 while it runs).
     #[serde(default)]
     pub(super) exit_code: i64,
+    #[serde(default)]
+    started_at: i64,
 }
 
 impl Listed {
@@ -265,6 +267,7 @@ impl Listed {
             state,
             health,
             id: self.id,
+            started_at: self.started_at,
         })
     }
 }

@@ -50,6 +50,9 @@ pub struct ContainerInfo {
     pub state: ContainerState,
     /// None when it has no health check, or is not running.
     pub health: Option<Health>,
+    /// When it started, in seconds since the epoch; 0 when podman did not say. A container
+    /// started after its unit file last changed was created from that file's text.
+    pub started_at: i64,
 }
 
 impl ContainerInfo {

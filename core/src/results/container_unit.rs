@@ -24,6 +24,10 @@ pub struct UnitResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket_replaced: Option<bool>,
     pub rolled_back: bool,
+    /// A unit refit did not write, found running the desired text and image: taken over as it
+    /// runs, with no restart, and its revision recorded (in check mode: would be).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adopted: bool,
     /// The new text went to the run's stage, to be installed when the unit restarts.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub staged: bool,

@@ -243,6 +243,7 @@ impl SimHost {
             unit: service.to_string(),
             health: self.health.as_deref().and_then(Health::parse),
             state,
+            started_at: now_secs(),
         });
     }
 }
@@ -419,6 +420,13 @@ impl Podman for SimHost {
 
 /// The simulated host prepares no one-off containers, so it has none to run or remove either:
 /// migrations run on `FakePodman`.
+/// Now, as podman dates a container's start.
+fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
 fn no_oneoffs() -> PodmanError {
     PodmanError::Api {
         call: "container create".into(),
