@@ -39,6 +39,9 @@ pub struct Observation {
     pub rollback_image_id: Option<String>,
     /// A template's instance boot links that exist now.
     pub links: Vec<std::path::PathBuf>,
+    /// A staged run's new image under the tag the unit file already names, which the tag does
+    /// not name until the unit's install (`state::Held`).
+    pub held: Option<crate::state::Held>,
 }
 
 impl Observation {
@@ -247,5 +250,6 @@ pub fn observe(
         newer_image: None,
         rollback_image_id: None,
         links: super::links::existing(t, &t.systemd_dir),
+        held: None,
     })
 }
