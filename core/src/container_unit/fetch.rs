@@ -120,8 +120,10 @@ pub fn hold(
     if host.podman.image_id(&ran)?.is_none() {
         return Ok(None);
     }
-    host.podman
-        .tag(new, &format!("{}:staged", super::retention::keep_repo(t.name.stem())))?;
+    host.podman.tag(
+        new,
+        &format!("{}:staged", super::retention::keep_repo(t.name.stem())),
+    )?;
     crate::podman::point_tag(host.podman, d.image.as_str(), &ran)?;
     Ok(Some(Held {
         image: d.image.to_string(),

@@ -294,7 +294,11 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     {
         checkpoint::merge(&state, name, before)?;
     }
-    if let Some(name) = p.checkpoint.as_ref().filter(|_| how.stage && !inv.check_mode) {
+    if let Some(name) = p
+        .checkpoint
+        .as_ref()
+        .filter(|_| how.stage && !inv.check_mode)
+    {
         state.save_stage(name, &staged(&work))?;
     }
 
@@ -403,8 +407,7 @@ pub fn validate(p: &Params) -> Result<Reads, UnitError> {
     {
         return Err(UnitError::BadCheckpoint(name.clone()));
     }
-    if p.stage
-        && (!matches!(p.state, Wanted::Present | Wanted::Started) || p.checkpoint.is_none())
+    if p.stage && (!matches!(p.state, Wanted::Present | Wanted::Started) || p.checkpoint.is_none())
     {
         return Err(UnitError::StageNeeds);
     }

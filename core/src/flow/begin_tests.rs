@@ -283,7 +283,10 @@ fn r35_a_begin_that_fails_after_its_lease_names_its_run() {
     let out = bed.begin("a");
     assert_eq!(out["failed"], json!(true), "{out}");
     assert!(
-        out["msg"].as_str().unwrap_or_default().contains("stops/update.json"),
+        out["msg"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("stops/update.json"),
         "{out}"
     );
     assert_eq!(

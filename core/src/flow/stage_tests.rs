@@ -431,13 +431,20 @@ fn r35_a_same_tag_update_keeps_each_tag_on_the_old_image_until_its_install() {
     let oneoff = bed.podman.oneoffs.lock().expect("oneoffs")[0].clone();
     assert_eq!(oneoff.image, "a9", "the migration ran the held image");
     assert_eq!(bed.tagged("app:1"), Some("a9".into()));
-    assert_eq!(bed.boot(), ["d1", "a9"], "after the migration: app new, db old");
+    assert_eq!(
+        bed.boot(),
+        ["d1", "a9"],
+        "after the migration: app new, db old"
+    );
 
     let start = json!({"stage": true, "checkpoint": "update", "pull": "never"});
     let out = bed.units("started", units(OLD, "1"), start);
     assert_eq!(out["failed"], json!(false), "{out}");
     assert_eq!(bed.tagged("db:1"), Some("d9".into()));
-    assert_eq!(bed.sim.running("db.service").map(|r| r.1), Some("d9".into()));
+    assert_eq!(
+        bed.sim.running("db.service").map(|r| r.1),
+        Some("d9".into())
+    );
     assert_eq!(bed.boot(), ["d9", "a9"], "after the start: all new");
 }
 
@@ -455,7 +462,10 @@ fn r35_a_same_tag_update_rolled_back_leaves_the_tags_on_the_old_images() {
     assert_eq!(out["failed"], json!(false), "{out}");
     // The start phase moved db's tag and restarted it; the run then failed elsewhere.
     let start = json!({"stage": true, "checkpoint": "update", "pull": "never"});
-    assert_eq!(bed.units("started", units(OLD, "1"), start)["failed"], json!(false));
+    assert_eq!(
+        bed.units("started", units(OLD, "1"), start)["failed"],
+        json!(false)
+    );
     assert_eq!(bed.tagged("db:1"), Some("d9".into()));
     let back = json!({"checkpoint": "update"});
     let out = bed.units("rolled_back", units(OLD, "1"), back);

@@ -373,7 +373,10 @@ fn judge(
     };
     // A new image held off the unit's tag until its install is the one it is about to run.
     let held = staged::held(m, p, state)?.map(|h| h.id);
-    let image_id = match host.podman.image_id(held.as_deref().unwrap_or(&oneoff.spec.image))? {
+    let image_id = match host
+        .podman
+        .image_id(held.as_deref().unwrap_or(&oneoff.spec.image))?
+    {
         Some(id) => id,
         // In check mode the fetch pulled nothing; an image still to come has no stamp yet.
         None if inv.check_mode => {
