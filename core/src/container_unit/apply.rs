@@ -143,6 +143,12 @@ impl Applier<'_> {
         let lap = Instant::now();
         let mut history = obs.history.clone();
         let socket = super::socket::prepare(self.host, t).map_err(step)?;
+        // A held image is installed with its unit: its tag moves just before the restart, as
+        // a staged text is written just before it.
+        if let Some(held) = obs.held.as_ref().filter(|_| t.wanted != Wanted::Present) {
+            crate::podman::point_tag(self.host.podman, &held.image, &held.id)
+                .map_err(|e| step(e.into()))?;
+        }
         // Removing a unit stops its services first; otherwise the new file comes first.
         if t.wanted == Wanted::Absent {
             self.stop_all(&plan.stops).map_err(step)?;

@@ -7,6 +7,7 @@ use super::{Host, PullPolicy, UnitError};
 use crate::plan::Wanted;
 use crate::podman::ImageRef;
 use crate::registry::Location;
+use crate::state::Held;
 
 /// What the fetch did, or in check mode would do.
 #[derive(Debug, Clone, Default)]
@@ -94,6 +95,50 @@ pub fn fetch(
         pulled,
         ..Fetched::default()
     })
+}
+
+/// For a staged run (the flow's preflight): when the unit file on disk names the same tag as
+/// the desired text, and the fetch left the tag on another image than the unit ran (or, not
+/// running, than the tag named `before` the fetch), the tag goes back to that image, so that a
+/// boot, a crash restart or an operator's start before the unit's install runs the revision
+/// that fits the data. The new image keeps a refit tag of the unit's (`:staged`), safe from
+/// `podman image prune` meanwhile; the plan still goes to it (`obs.image_id`).
+pub fn hold(
+    host: &Host,
+    t: &Target,
+    obs: &Observation,
+    before: Option<String>,
+) -> Result<Option<Held>, UnitError> {
+    let (Some(image), Some(new)) = (
+        t.desired.as_ref().and_then(|d| d.image.as_ref()),
+        &obs.image_id,
+    ) else {
+        return Ok(None);
+    };
+    // A unit naming an `.image` unit is never held: the tag it runs is that unit's.
+    let on_disk = obs
+        .file_text
+        .as_deref()
+        .and_then(|text| crate::unit::UnitFile::parse(text).ok())
+        .and_then(|u| u.value("Container", "Image").map(str::to_string));
+    if on_disk.as_deref() != Some(image.as_str()) {
+        return Ok(None);
+    }
+    let Some(ran) = obs.running_image_id().or(before).filter(|ran| ran != new) else {
+        return Ok(None);
+    };
+    if host.podman.image_id(&ran)?.is_none() {
+        return Ok(None);
+    }
+    host.podman.tag(
+        new,
+        &format!("{}:staged", super::retention::keep_repo(t.name.stem())),
+    )?;
+    crate::podman::point_tag(host.podman, image.as_str(), &ran)?;
+    Ok(Some(Held {
+        image: image.to_string(),
+        id: new.clone(),
+    }))
 }
 
 /// Where the images of the targets that may pull live: what `pull: always` asks the registry

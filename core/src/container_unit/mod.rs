@@ -150,7 +150,7 @@ pub enum UnitError {
     #[error(transparent)]
     Pick(#[from] crate::state::PickError),
     #[error(
-        "stage: a stage is named by `checkpoint`, and only `state: present` writes one; give both, or leave stage out"
+        "stage: a stage is named by `checkpoint`; `state: present` writes one and `state: started` installs what it holds; give a checkpoint and one of those states, or leave stage out"
     )]
     StageNeeds,
     #[error("checkpoint name {0:?} must be a plain name: letters, digits, - and _")]
@@ -287,13 +287,19 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
         },
         None => host,
     };
+    // `stage` with `started`: the stage's held images are this call's to install.
+    let held = match (&p.checkpoint, p.stage && p.state == Wanted::Started) {
+        (Some(name), true) => state.load_stage(name)?.held,
+        _ => Default::default(),
+    };
     let how = prepare::How {
         pre: &pre,
         restore_from: restore_from.as_ref(),
         batch,
         pull: p.pull,
         check: inv.check_mode,
-        stage: p.stage,
+        stage: p.stage && p.state == Wanted::Present,
+        held: &held,
     };
     let prepare::Prepared {
         before,
@@ -322,7 +328,11 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     {
         checkpoint::merge(&state, name, before)?;
     }
-    if let Some(name) = p.checkpoint.as_ref().filter(|_| p.stage && !inv.check_mode) {
+    if let Some(name) = p
+        .checkpoint
+        .as_ref()
+        .filter(|_| how.stage && !inv.check_mode)
+    {
         state.save_stage(name, &staged(&work))?;
     }
 
@@ -346,7 +356,8 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
         }
     }
     let prune = !inv.check_mode && failure.is_none();
-    let former = secrets::after_run(host, &state, &key, &work, prune)?;
+    let secrets::AfterRun { former, warnings } =
+        secrets::after_run(host, &state, &key, &work, prune)?;
     let retention = retention::Retention {
         keep: p.keep_revisions as usize,
         prune,
@@ -365,6 +376,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
         out.msg = format!("{}; {freed}", out.msg);
     }
     out.mask_also = former;
+    out.warnings.extend(warnings);
     out.warnings.extend(tidy);
     if !unchanged_by_rollback.is_empty() {
         out.warnings.push(format!(
@@ -375,8 +387,13 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     Ok(out)
 }
 
-/// The stage of a staged run: the new text of every target whose file change it deferred.
+/// The stage of a staged run: the new text of every target whose file change it deferred,
+/// and the new image of every target whose tag it held.
 fn staged(work: &[apply::Work]) -> crate::state::Stage {
+    let held = work
+        .iter()
+        .filter_map(|(t, obs, _, _)| Some((t.name.file_name(), obs.held.clone()?)))
+        .collect();
     let units = work
         .iter()
         .filter(|(_, _, _, r)| r.result.staged)
@@ -389,7 +406,7 @@ fn staged(work: &[apply::Work]) -> crate::state::Stage {
             Some((t.name.file_name(), staged))
         })
         .collect();
-    crate::state::Stage { units }
+    crate::state::Stage { units, held }
 }
 
 fn names(targets: &[Target]) -> String {
@@ -424,7 +441,8 @@ pub fn validate(p: &Params) -> Result<Reads, UnitError> {
     {
         return Err(UnitError::BadCheckpoint(name.clone()));
     }
-    if p.stage && (p.state != Wanted::Present || p.checkpoint.is_none()) {
+    if p.stage && (!matches!(p.state, Wanted::Present | Wanted::Started) || p.checkpoint.is_none())
+    {
         return Err(UnitError::StageNeeds);
     }
     let mut images: Vec<String> = targets

@@ -43,6 +43,9 @@ pub struct Observation {
     pub inputs: Vec<super::inputs::FileInput>,
     /// What `adopt::take_over` found of a file refit did not write.
     pub takeover: super::adopt::TakeOver,
+    /// A staged run's new image under the tag the unit file already names, which the tag does
+    /// not name until the unit's install (`state::Held`).
+    pub held: Option<crate::state::Held>,
 }
 
 impl Observation {
@@ -267,6 +270,7 @@ pub fn observe(
             changed_at: changed_at(t),
             ..Default::default()
         },
+        held: None,
     })
 }
 

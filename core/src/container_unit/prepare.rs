@@ -32,6 +32,8 @@ pub struct How<'a> {
     pub check: bool,
     /// New texts go to the stage: a target's file change waits for its install.
     pub stage: bool,
+    /// The images a staged run held off their tags, by unit file: this call installs them.
+    pub held: &'a std::collections::BTreeMap<String, crate::state::Held>,
 }
 
 enum One {
@@ -85,7 +87,19 @@ fn prepare(
     let observed_ms = lap.elapsed().as_millis() as u64;
     let lap = Instant::now();
     secrets::ensure(host, state, &t, how.check)?;
+    let tagged = obs.image_id.clone();
+    // The unit is to run the image its run held off the tag, which the tag names once the
+    // unit is installed, just before its restart (apply).
+    if let Some(held) = how.held.get(&t.name.file_name())
+        && host.podman.image_id(&held.id)?.is_some()
+    {
+        obs.image_id = Some(held.id.clone());
+        obs.held = Some(held.clone());
+    }
     let fetched = fetch::fetch(host, &t, &mut obs, how.pull, how.check)?;
+    if how.stage && !how.check {
+        obs.held = fetch::hold(host, &t, &obs, tagged)?;
+    }
     super::adopt::take_over(&t, &mut obs);
     let mut plan = target::plan_target(&t, &obs);
     let staged = how.stage && plan.defer_file();

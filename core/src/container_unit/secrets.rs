@@ -258,8 +258,9 @@ pub fn ensure(host: &Host, state: &StateDir, t: &Target, check: bool) -> Result<
 }
 
 /// Removes the target's secrets that nothing can need any more: no revision of its history,
-/// no hand edit refit kept, no checkpoint and no file on disk names them.
-fn prune(host: &Host, state: &StateDir, t: &Target) -> Result<Vec<String>, UnitError> {
+/// no hand edit refit kept, no checkpoint, no stage and no file on disk names them. Says why
+/// it kept them all when a stage cannot be read.
+fn prune(host: &Host, state: &StateDir, t: &Target) -> Result<Option<String>, UnitError> {
     let unit = t.name.file_name();
     let ours: Vec<SecretInfo> = host
         .podman
@@ -268,7 +269,7 @@ fn prune(host: &Host, state: &StateDir, t: &Target) -> Result<Vec<String>, UnitE
         .filter(|s| s.unit.as_deref() == Some(unit.as_str()))
         .collect();
     if ours.is_empty() {
-        return Ok(Vec::new());
+        return Ok(None);
     }
     let history = state.unit_history(&unit)?;
     let mut texts: Vec<String> = history
@@ -280,14 +281,19 @@ fn prune(host: &Host, state: &StateDir, t: &Target) -> Result<Vec<String>, UnitE
     texts.extend(crate::state::read_optional(&t.path)?);
     texts.extend(checkpoint_texts(state, &unit)?);
     // A staged text is installed later in the run: the secrets it names are not former ones.
-    texts.extend(state.staged_texts(&unit)?);
+    // A stage that cannot be read may name any of them: they all stay, and the call goes on.
+    match state.staged_texts(&unit) {
+        Ok(staged) => texts.extend(staged),
+        Err(e @ StateError::CorruptStage { .. }) => {
+            return Ok(Some(format!("{unit}: its former secrets were kept: {e}")));
+        }
+        Err(e) => return Err(e.into()),
+    }
     let keep: BTreeSet<String> = texts.iter().flat_map(|t| referenced(t)).collect();
-    let mut removed = Vec::new();
     for s in ours.into_iter().filter(|s| !keep.contains(&s.name)) {
         host.podman.remove_secret(&s.name)?;
-        removed.push(s.name);
     }
-    Ok(removed)
+    Ok(None)
 }
 
 fn checkpoint_texts(state: &StateDir, unit: &str) -> Result<Vec<String>, StateError> {
@@ -307,6 +313,14 @@ fn checkpoint_texts(state: &StateDir, unit: &str) -> Result<Vec<String>, StateEr
     Ok(out)
 }
 
+/// What the run leaves of its units' secrets.
+pub struct AfterRun {
+    /// The former secret values, to mask in the run's result.
+    pub former: Vec<String>,
+    /// Why a unit's secrets were kept that a prune would have removed.
+    pub warnings: Vec<String>,
+}
+
 /// After the run: the former secret values to mask in its result, and, when `prune`, the
 /// secrets of the units it changed that nothing needs any more removed.
 pub fn after_run(
@@ -315,8 +329,9 @@ pub fn after_run(
     key: &SecretKey,
     work: &[super::apply::Work],
     prune_changed: bool,
-) -> Result<Vec<String>, UnitError> {
+) -> Result<AfterRun, UnitError> {
     let mut former = Vec::new();
+    let mut warnings = Vec::new();
     for (t, obs, plan, _) in work {
         let desired = t.desired.as_ref().map(|d| d.text());
         let mut texts: Vec<&str> = obs
@@ -329,10 +344,10 @@ pub fn after_run(
         texts.extend(desired.as_deref());
         former.extend(former_values(state, key, t, &texts)?);
         if prune_changed && plan.changes() {
-            prune(host, state, t)?;
+            warnings.extend(prune(host, state, t)?);
         }
     }
-    Ok(former)
+    Ok(AfterRun { former, warnings })
 }
 
 /// Values in `texts` (a unit's text before, the revision it goes back to) that were secrets

@@ -270,3 +270,33 @@ fn r35_a_begin_that_fails_with_nothing_touched_releases_its_lease() {
     assert_eq!(again["failed"], json!(false), "{again}");
     assert_eq!(again["resumed"], json!(false), "{again}");
 }
+
+/// A `begin` that fails after it took the lease, in a step that is no unit's (here the finish
+/// of a run with nothing to do, whose stop record cannot be removed), still names its run and
+/// says it began: the role's recovery needs both to end the run, and the lease goes with the
+/// failure when nothing was touched.
+#[test]
+fn r35_a_begin_that_fails_after_its_lease_names_its_run() {
+    let bed = Bed::new();
+    bed.deployed("a");
+    std::fs::create_dir_all(bed.state("stops/update.json/in-the-way")).expect("mkdir");
+    let out = bed.begin("a");
+    assert_eq!(out["failed"], json!(true), "{out}");
+    assert!(
+        out["msg"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("stops/update.json"),
+        "{out}"
+    );
+    assert_eq!(
+        (
+            out["run_id"].clone(),
+            out["began"].clone(),
+            out["touched"].clone()
+        ),
+        (json!("r1"), json!(true), json!(false)),
+        "{out}"
+    );
+    assert!(!bed.state("flow-lease.json").exists(), "lease released");
+}

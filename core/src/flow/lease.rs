@@ -288,13 +288,19 @@ pub(super) fn abandon(cx: &Context, inv: &Invocation) -> Result<(bool, String), 
             ),
         ),
         Some(l) => {
+            // The texts the run staged are nothing to go forward to now; left, they would
+            // keep the secrets they name from every prune.
+            let stage = crate::state::is_plain_name(&l.flow).then(|| cx.state.stage(&l.flow));
             if !inv.check_mode {
                 remove_file(cx.leases.path())?;
+                if let Some(stage) = &stage {
+                    remove_file(stage)?;
+                }
             }
             (
                 true,
                 format!(
-                    "released the lease of the unfinished {} to {}",
+                    "released the lease of the unfinished {} to {}, and dropped its staged unit texts",
                     l.flow, l.stream
                 ),
             )

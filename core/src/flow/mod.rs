@@ -340,13 +340,21 @@ fn begin(
     if let Some(which) = unhealthy {
         msg = format!("{msg} ({which}, which the resumed run converges)");
     }
-    let began = report.began;
-    let out = after_lease(cx, inv, host, report, msg);
-    if began {
-        lease::release_untouched(cx, out)
-    } else {
-        out
+    if !report.began {
+        return after_lease(cx, inv, host, report, msg);
     }
+    // Once the lease is this run's, every failure is a result that names the run, so the
+    // role's recovery ends it (flow_state action=end) instead of skipping it for want of a
+    // run_id.
+    let named = report.clone();
+    let out = after_lease(cx, inv, host, report, msg).or_else(|e| {
+        let report = Report {
+            touched: cx.state.checkpoint(&cx.flow).exists(),
+            ..named
+        };
+        Ok(Outcome::default().failed(e.to_string()).with_data(&report))
+    });
+    lease::release_untouched(cx, out)
 }
 
 /// The rest of `begin`, once the lease is this run's: the target, then the fetch and the plan,

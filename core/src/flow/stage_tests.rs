@@ -312,7 +312,7 @@ fn r35_a_rerun_restages_what_is_still_to_install_and_a_failed_migration_installs
 }
 
 #[test]
-fn r35_stage_without_a_checkpoint_or_present_is_refused_before_the_host_is_touched() {
+fn r35_stage_without_a_checkpoint_or_present_or_started_is_refused_before_the_host_is_touched() {
     let bed = Bed::deployed();
     bed.calls();
     for extra in [
@@ -320,7 +320,7 @@ fn r35_stage_without_a_checkpoint_or_present_is_refused_before_the_host_is_touch
         json!({"stage": true, "checkpoint": "upgrade"}),
     ] {
         let state = if extra.get("checkpoint").is_some() {
-            "started"
+            "stopped"
         } else {
             "present"
         };
@@ -354,4 +354,124 @@ fn r35_a_first_deploy_migrates_a_unit_that_is_only_staged_and_stops_nothing() {
         ["daemon-reload"],
         "no service to stop or start yet"
     );
+}
+
+impl Bed {
+    /// The migrate phase of an update that keeps the tags (`db:1`, `app:1`); the fake podman's
+    /// tag moves are then made on the simulated host, whose boots read the tags.
+    fn migrate_same_tags(&self) -> Value {
+        let root = self.dir.path();
+        let args = json!({
+            "migrations": [{"unit": "app", "command": ["migrate"]}],
+            "images": {"db": "db:1", "app": "app:1"},
+            "stop_first": true, "start_after": true, "min_healthy_time": 0,
+            "stop_record": "update", "stage": "update",
+            "quadlet_dir": root.join("quadlet"), "state_dir": root.join("state"),
+        });
+        let (dir, sim, podman) = (self.dir.path(), &self.sim, &self.podman);
+        let out = respond_on(
+            &crate::migrate::spec::SPEC,
+            dir,
+            &args,
+            sim,
+            podman,
+            crate::migrate::run,
+        )
+        .out;
+        for call in self.calls() {
+            if let Some((id, target)) = call.strip_prefix("tag ").and_then(|c| c.split_once(' ')) {
+                crate::podman::Podman::tag(&self.sim, id, target).expect("tag");
+            }
+        }
+        out
+    }
+
+    fn tagged(&self, reference: &str) -> Option<String> {
+        crate::podman::Podman::image_id(&self.sim, reference).expect("image id")
+    }
+}
+
+/// A z-stream under the same tags: the preflight pulls `app:1` and `db:1` anew, which moves
+/// the tags the unit files on disk already name. Each tag goes back at once to the image its
+/// unit runs, until the unit's install: a boot before app's migration starts both old images,
+/// one after it starts app's new image and db's old one, and the start phase moves db's tag.
+#[test]
+fn r35_a_same_tag_update_keeps_each_tag_on_the_old_image_until_its_install() {
+    let mut bed = Bed::deployed();
+    bed.sim.registry.insert("app:1".into(), "a9".into());
+    bed.sim.registry.insert("db:1".into(), "d9".into());
+    bed.podman.images.insert("a9".into(), "a9".into());
+    bed.calls();
+    let out = bed.flow(json!({
+        "action": "begin", "flow": "update", "stream": "1.0", "run_id": "r1",
+        "image_store": bed.dir.path(), "min_free_mb": 1, "pull": "always",
+        "units": units(OLD, "1"), "migrations": [{"unit": "app", "command": ["migrate"]}],
+    }));
+    assert_eq!(out["failed"], json!(false), "{out}");
+    assert_eq!(out["plan"]["restart_needed"], json!(true), "{out}");
+    assert_eq!(out["migrations"][0]["image_id"], json!("a9"), "{out}");
+    assert_eq!(
+        (bed.tagged("app:1"), bed.tagged("db:1")),
+        (Some("a1".into()), Some("d1".into())),
+        "each tag back on the image its unit runs"
+    );
+    let stage =
+        std::fs::read_to_string(bed.dir.path().join("state/staged/update.json")).expect("staged");
+    let stage: Value = serde_json::from_str(&stage).expect("json");
+    assert_eq!(
+        stage["held"],
+        json!({"app.container": {"image": "app:1", "id": "a9"},
+               "db.container": {"image": "db:1", "id": "d9"}}),
+        "{stage}"
+    );
+    assert_eq!(bed.boot(), ["d1", "a1"], "after the fetch: all old");
+
+    let out = bed.migrate_same_tags();
+    assert_eq!(out["failed"], json!(false), "{out}");
+    assert_eq!(out["migrations"][0]["installed"], json!(true), "{out}");
+    let oneoff = bed.podman.oneoffs.lock().expect("oneoffs")[0].clone();
+    assert_eq!(oneoff.image, "a9", "the migration ran the held image");
+    assert_eq!(bed.tagged("app:1"), Some("a9".into()));
+    assert_eq!(
+        bed.boot(),
+        ["d1", "a9"],
+        "after the migration: app new, db old"
+    );
+
+    let start = json!({"stage": true, "checkpoint": "update", "pull": "never"});
+    let out = bed.units("started", units(OLD, "1"), start);
+    assert_eq!(out["failed"], json!(false), "{out}");
+    assert_eq!(bed.tagged("db:1"), Some("d9".into()));
+    assert_eq!(
+        bed.sim.running("db.service").map(|r| r.1),
+        Some("d9".into())
+    );
+    assert_eq!(bed.boot(), ["d9", "a9"], "after the start: all new");
+}
+
+/// The recovery of a same-tag update puts each tag back on the image from before the run.
+#[test]
+fn r35_a_same_tag_update_rolled_back_leaves_the_tags_on_the_old_images() {
+    let mut bed = Bed::deployed();
+    bed.sim.registry.insert("db:1".into(), "d9".into());
+    bed.sim.registry.insert("app:1".into(), "a1".into());
+    let out = bed.flow(json!({
+        "action": "begin", "flow": "update", "stream": "1.0", "run_id": "r1",
+        "image_store": bed.dir.path(), "min_free_mb": 1, "pull": "always",
+        "units": units(OLD, "1"),
+    }));
+    assert_eq!(out["failed"], json!(false), "{out}");
+    // The start phase moved db's tag and restarted it; the run then failed elsewhere.
+    let start = json!({"stage": true, "checkpoint": "update", "pull": "never"});
+    assert_eq!(
+        bed.units("started", units(OLD, "1"), start)["failed"],
+        json!(false)
+    );
+    assert_eq!(bed.tagged("db:1"), Some("d9".into()));
+    let back = json!({"checkpoint": "update"});
+    let out = bed.units("rolled_back", units(OLD, "1"), back);
+    assert_eq!(out["failed"], json!(false), "{out}");
+    assert_eq!(bed.tagged("db:1"), Some("d1".into()));
+    assert_eq!(bed.boot(), ["d1", "a1"]);
+    assert!(!bed.dir.path().join("state/staged/update.json").exists());
 }

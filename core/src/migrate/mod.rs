@@ -371,7 +371,12 @@ fn judge(
             failed: false,
         })))
     };
-    let image_id = match host.podman.image_id(&oneoff.spec.image)? {
+    // A new image held off the unit's tag until its install is the one it is about to run.
+    let held = staged::held(m, p, state)?.map(|h| h.id);
+    let image_id = match host
+        .podman
+        .image_id(held.as_deref().unwrap_or(&oneoff.spec.image))?
+    {
         Some(id) => id,
         // In check mode the fetch pulled nothing; an image still to come has no stamp yet.
         None if inv.check_mode => {
@@ -658,7 +663,7 @@ fn exited(
         format!(", then started {}", report.started.join(", "))
     };
     let installed = if report.installed {
-        ", installed its new unit text"
+        ", installed its new revision"
     } else {
         ""
     };

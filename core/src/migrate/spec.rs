@@ -110,7 +110,7 @@ const RUN_OPTIONS: [OptionSpec; RUN] = [
     OptionSpec::new(
         "stage",
         Kind::Str,
-        "The stage a flow's preflight wrote (C(refit.containers.container_unit) O(stage), named by its checkpoint), where each unit's new text waits until its restart.\nA migration of a O(unit) whose text is staged runs with that text's env, volumes and secrets, and once it succeeded and is stamped, the text is installed into O(quadlet_dir) and systemd reloaded, before O(start_after) starts the service: a boot before then starts the old text on the old schema, and one after it the new text on the new schema. Reported in RV(installed).\nThe flows set it.",
+        "The stage a flow's preflight wrote (C(refit.containers.container_unit) O(stage), named by its checkpoint), where each unit's new text waits until its restart.\nA migration of a O(unit) whose text is staged runs with that text's env, volumes and secrets, and once it succeeded and is stamped, the text is installed into O(quadlet_dir) and systemd reloaded, before O(start_after) starts the service: a boot before then starts the old text on the old schema, and one after it the new text on the new schema. A new image the preflight held off the tag the unit names (a z-stream under one tag) is the one the migration runs, by ID, and its tag moves onto it with the install. Reported in RV(installed).\nThe flows set it.",
     ),
     OptionSpec::new("timeout", Kind::Int, "Seconds the migration may run before it is killed and removed.").default(Default::Int(600)).max(crate::ansible::spec::TIMEOUT_MAX),
     OptionSpec::new(

@@ -2,11 +2,13 @@
 //! stage, so its one-off container is made from that text (the env and volumes the new release
 //! runs with), and the text is installed into the quadlet dir once the migration succeeded,
 //! just before its service starts again. Until then a boot starts the old text on the old data;
-//! from then on, the new text on the migrated data.
+//! from then on, the new text on the migrated data. A new image under the tag the unit already
+//! names is held off that tag the same way (`state::Held`): the migration runs it by ID, and
+//! its install moves the tag.
 
 use super::{MigrateError, Migration, Params};
 use crate::host::Host;
-use crate::state::{Installed, StateDir};
+use crate::state::{Held, Installed, StateDir};
 use crate::unit::UnitName;
 
 /// The unit file a migration borrows from, if it names a unit.
@@ -25,6 +27,15 @@ pub fn text(m: &Migration, p: &Params, state: &StateDir) -> Result<Option<String
     Ok(state.load_stage(name)?.units.remove(&file).map(|s| s.text))
 }
 
+/// The new image the flow's preflight held off the tag the migration's unit names, if any: the
+/// image the migration is for, which the tag names only once the unit is installed.
+pub fn held(m: &Migration, p: &Params, state: &StateDir) -> Result<Option<Held>, MigrateError> {
+    let (Some(name), Some(file)) = (&p.stage, unit_file(m)?) else {
+        return Ok(None);
+    };
+    Ok(state.load_stage(name)?.held.remove(&file))
+}
+
 /// True when the migration's unit is new in this run: its text is staged and no file of it is
 /// in the quadlet dir yet, so systemd has no such service to stop (a first deploy).
 pub fn only_staged(m: &Migration, p: &Params, state: &StateDir) -> Result<bool, MigrateError> {
@@ -35,7 +46,8 @@ pub fn only_staged(m: &Migration, p: &Params, state: &StateDir) -> Result<bool, 
     Ok(!on_disk && text(m, p, state)?.is_some())
 }
 
-/// Installs the migrated unit's staged text and reloads systemd; true when it wrote the file.
+/// Installs the migrated unit's staged text (and reloads systemd) and moves its held image
+/// onto its tag; true when it changed either.
 pub fn install(
     m: &Migration,
     p: &Params,
@@ -45,11 +57,15 @@ pub fn install(
     let (Some(name), Some(file)) = (&p.stage, unit_file(m)?) else {
         return Ok(false);
     };
+    let moved = match held(m, p, state)? {
+        Some(h) => crate::podman::point_tag(host.podman, &h.image, &h.id)?,
+        None => false,
+    };
     match state.install_staged(name, &p.quadlet_dir, &file)? {
         Installed::Written => {
             host.systemd.daemon_reload()?;
             Ok(true)
         }
-        Installed::NotStaged | Installed::Already => Ok(false),
+        Installed::NotStaged | Installed::Already => Ok(moved),
     }
 }

@@ -163,6 +163,16 @@ impl UnitSelection<'_> {
     }
 }
 
+/// Makes `reference` (REPO:TAG) name the image `id`, unless it does already; true when it
+/// moved. An install of a held image (`state::Held`) is this.
+pub fn point_tag(podman: &dyn Podman, reference: &str, id: &str) -> Result<bool, PodmanError> {
+    if podman.image_id(reference)?.as_deref() == Some(id) {
+        return Ok(false);
+    }
+    podman.tag(id, reference)?;
+    Ok(true)
+}
+
 /// Strips the `sha256:` prefix, so IDs from different API calls compare.
 pub fn bare_id(id: &str) -> String {
     id.strip_prefix("sha256:").unwrap_or(id).to_string()

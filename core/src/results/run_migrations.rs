@@ -12,7 +12,8 @@ pub struct MigrationResult {
     /// What `start_after` started again once the migration had run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub started: Vec<String>,
-    /// Its unit's new text, staged by the flow's preflight, was installed after it ran.
+    /// Its unit's new text or held image, staged by the flow's preflight, was installed after
+    /// it ran.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub installed: bool,
     /// Why it did not run; None when it ran, or failed.

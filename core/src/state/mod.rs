@@ -17,7 +17,7 @@ pub use lock::{Lock, LockError};
 pub use revisions::{
     KEEP as KEEP_REVISIONS, MAX_KEEP as MAX_KEEP_REVISIONS, PickError, RevisionRecord, UnitHistory,
 };
-pub use stage::{Installed, STAGED, Stage, Staged};
+pub use stage::{Held, Installed, STAGED, Stage, Staged};
 
 use std::path::{Path, PathBuf};
 
@@ -51,6 +51,10 @@ pub enum StateError {
     NotPrivate { path: PathBuf, detail: String },
     #[error("{path} is not valid refit state: {detail}; move it aside and run again")]
     Corrupt { path: PathBuf, detail: String },
+    #[error(
+        "{path} is not a valid stage ({detail}): it holds the unit texts an unfinished run has still to install; run that flow again, whose preflight writes its stage anew, or remove the file if the run was given up"
+    )]
+    CorruptStage { path: PathBuf, detail: String },
     #[error(transparent)]
     Lock(#[from] LockError),
     #[error(

@@ -17,10 +17,25 @@ use std::path::{Path, PathBuf};
 /// The dir of the stages under the state dir.
 pub const STAGED: &str = "staged";
 
-/// One unit's new text and its revision, by unit file name (`app.container`).
+/// A run's units still to install, by unit file name (`app.container`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Stage {
+    /// Each unit's new text and its revision.
     pub units: BTreeMap<String, Staged>,
+    /// Each unit's new image, when its file on disk names the same tag as before (a z-stream
+    /// under one tag): the pull moved the tag, and refit moved it back to the image the unit
+    /// ran, so that a start before the install runs that image. The install moves it on.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub held: BTreeMap<String, Held>,
+}
+
+/// A new image held off its tag until its unit's install.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Held {
+    /// The reference the unit file names (`REPO:TAG`).
+    pub image: String,
+    /// The image ID the run pulled under it.
+    pub id: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -47,12 +62,12 @@ impl StateDir {
     }
 
     pub fn load_stage(&self, name: &str) -> Result<Stage, StateError> {
-        Ok(read_json(&self.stage(name))?.unwrap_or_default())
+        Ok(read_stage(&self.stage(name))?.unwrap_or_default())
     }
 
     /// Replaces the stage `name` with `stage` in one atomic write; an empty one is removed.
     pub fn save_stage(&self, name: &str, stage: &Stage) -> Result<(), StateError> {
-        if stage.units.is_empty() {
+        if stage.units.is_empty() && stage.held.is_empty() {
             return self.drop_stage(name);
         }
         let dir = self.ensure(STAGED)?;
@@ -74,7 +89,7 @@ impl StateDir {
         let mut out = Vec::new();
         for e in entries.flatten() {
             if e.path().extension().is_some_and(|x| x == "json")
-                && let Some(mut stage) = read_json::<Stage>(&e.path())?
+                && let Some(mut stage) = read_stage(&e.path())?
                 && let Some(staged) = stage.units.remove(unit_file)
             {
                 out.push(staged.text);
@@ -106,6 +121,14 @@ impl StateDir {
         atomic_write(&path, staged.text.as_bytes(), 0o644)?;
         Ok(Installed::Written)
     }
+}
+
+/// A stage, or a refusal that says what a stage is and how to get past a broken one.
+fn read_stage(path: &Path) -> Result<Option<Stage>, StateError> {
+    read_json(path).map_err(|e| match e {
+        StateError::Corrupt { path, detail } => StateError::CorruptStage { path, detail },
+        other => other,
+    })
 }
 
 #[cfg(test)]

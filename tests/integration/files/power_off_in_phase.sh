@@ -5,6 +5,7 @@
 # Returns once HOST has booted again. Prints one line: the moment, and when it was struck.
 #
 #   power_off_in_phase.sh HOST MOMENT LOG [ANSIBLE-PLAYBOOK ARGS...]
+#   POWER_OFF_FLOW=update runs an update instead (a z-stream under the same tags).
 #   MOMENT: fetched   the preflight ended (the run's first run_migrations is seen, frozen at once)
 #           migrating api's migration container runs
 #           migrated  api's migration ran and its new text was installed; the reload that follows
@@ -67,7 +68,7 @@ SH
 
 t0=$(date +%s%3N)
 # refit_kept_modules=false: each module runs from its args file, which tells its phase here.
-setsid ansible-playbook refit.containers.upgrade -e "refit_hosts=$host" -e refit_kept_modules=false "$@" > "$log" 2>&1 &
+setsid ansible-playbook "refit.containers.${POWER_OFF_FLOW:-upgrade}" -e "refit_hosts=$host" -e refit_kept_modules=false "$@" > "$log" 2>&1 &
 pid=$!
 if ! "$bed" exec "$host" sh -c "$watch" watch "$moment" "$modules"; then
     kill -KILL -- "-$pid" 2> /dev/null || true
@@ -80,4 +81,4 @@ kill -KILL -- "-$pid" 2> /dev/null || true
 wait "$pid" 2> /dev/null || true
 rebooted=$("$bed" reboot "$host" 2>&1)
 took=$(echo "$rebooted" | sed -n 's/.*rebooted .* in \([0-9]*\) ms.*/\1/p')
-echo "powered $host off at $moment, $at ms into the upgrade; poweroff and boot took ${took:-?} ms"
+echo "powered $host off at $moment, $at ms into the ${POWER_OFF_FLOW:-upgrade}; poweroff and boot took ${took:-?} ms"
