@@ -147,8 +147,14 @@ fn one(
         systemd: host.systemd,
         clock: host.clock,
     };
-    report.stopped =
-        crate::stop_services::stop_set(&stop_host, state, &record, &[unit.clone()], &how)?.stopped;
+    report.stopped = crate::stop_services::stop_set(
+        &stop_host,
+        state,
+        &record,
+        std::slice::from_ref(&unit),
+        &how,
+    )?
+    .stopped;
     let timeout = Duration::from_secs(p.timeout);
     let both = vec![old_ro, format!("{}:/new", new.volume)];
     let method = method_word(s.method);
