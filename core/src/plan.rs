@@ -18,6 +18,8 @@ pub enum Reason {
     ImageChanged,
     /// A file in `restart_on_change` changed after the running container started.
     FileChanged,
+    /// A podman secret refit did not create was set after the running container started.
+    SecretChanged,
     NotRunning,
     Unhealthy,
     /// systemd has not loaded the file on disk yet.
@@ -37,6 +39,7 @@ impl Reason {
             Reason::Drift => "drift",
             Reason::ImageChanged => "image_changed",
             Reason::FileChanged => "file_changed",
+            Reason::SecretChanged => "secret_changed",
             Reason::NotRunning => "not_running",
             Reason::Unhealthy => "unhealthy",
             Reason::ReloadPending => "reload_pending",

@@ -211,6 +211,7 @@ impl Podman for FakePodman {
             .map(|(name, (unit, _))| crate::podman::SecretInfo {
                 name: name.clone(),
                 unit: Some(unit.clone()).filter(|u| !u.is_empty()),
+                updated_at: None,
             })
             .collect())
     }

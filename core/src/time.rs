@@ -95,6 +95,45 @@ pub fn civil(secs: u64) -> ((i64, u32, u32), (u64, u64, u64)) {
     ((year, month, day), (rem / 3600, rem % 3600 / 60, rem % 60))
 }
 
+/// Seconds since the epoch of an RFC 3339 time as podman writes them
+/// (`2026-12-06T11:15:02.123456789Z`, or with an offset such as `+01:00`); the fraction is
+/// dropped. None for anything else.
+pub fn parse_rfc3339(text: &str) -> Option<i64> {
+    let (date, rest) = text.split_once('T')?;
+    let mut ymd = date.splitn(3, '-').map(str::parse::<i64>);
+    let (year, month, day) = (ymd.next()?.ok()?, ymd.next()?.ok()?, ymd.next()?.ok()?);
+    let clock_len = 8;
+    let clock = rest.get(..clock_len)?;
+    let mut hms = clock.splitn(3, ':').map(str::parse::<i64>);
+    let (hh, mm, ss) = (hms.next()?.ok()?, hms.next()?.ok()?, hms.next()?.ok()?);
+    let zone = rest[clock_len..].trim_start_matches(|c: char| c == '.' || c.is_ascii_digit());
+    let offset = match zone {
+        "Z" | "z" => 0,
+        _ => {
+            let sign = match zone.get(..1)? {
+                "+" => 1,
+                "-" => -1,
+                _ => return None,
+            };
+            let (oh, om) = zone.get(1..)?.split_once(':')?;
+            sign * (oh.parse::<i64>().ok()? * 3600 + om.parse::<i64>().ok()? * 60)
+        }
+    };
+    let valid = (1..=12).contains(&month) && (1..=31).contains(&day) && hh < 24 && mm < 60;
+    valid.then(|| days_from_civil(year, month, day) * 86_400 + hh * 3600 + mm * 60 + ss - offset)
+}
+
+/// Days since the epoch of a UTC date: the inverse of `civil`'s date part.
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if month > 2 { month - 3 } else { month + 9 };
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Clock, SystemClock};
@@ -112,5 +151,26 @@ mod tests {
     fn known_dates() {
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(super::rfc3339(1_798_761_600), "2027-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn podmans_times_parse_back() {
+        use super::parse_rfc3339 as parse;
+        assert_eq!(parse("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(parse("2027-01-01T00:00:00.123456789Z"), Some(1_798_761_600));
+        assert_eq!(parse("2027-01-01T01:30:00.5+01:30"), Some(1_798_761_600));
+        assert_eq!(parse("2026-12-31T23:00:00-01:00"), Some(1_798_761_600));
+        for secs in [951_782_400_u64, 1_709_164_800, 4_102_444_799] {
+            assert_eq!(parse(&super::rfc3339(secs)), i64::try_from(secs).ok());
+        }
+        for bad in [
+            "",
+            "2027-01-01",
+            "2027-13-01T00:00:00Z",
+            "2027-01-01T00:00:00",
+            "x",
+        ] {
+            assert_eq!(parse(bad), None, "{bad}");
+        }
     }
 }

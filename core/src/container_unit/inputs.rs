@@ -1,17 +1,30 @@
-//! Inputs from outside a unit's text that its container runs with: the host files named in
-//! `restart_on_change` (bind-mounted config files and certificates). A container holds what
-//! such a file was when it started, since a file replaced on the host is a new inode the bind
-//! mount never sees; so a file modified after the container started means the service runs
-//! an old version of it, and the unit is restarted with the reason `file_changed`.
+//! Inputs from outside a unit's text that its container runs with:
+//! - the host files named in `restart_on_change` (bind-mounted config files and certificates).
+//!   A container holds what such a file was when it started, since a file replaced on the
+//!   host is a new inode the bind mount never sees;
+//! - the podman secrets its `Secret=` lines name that refit did not create (another tool's
+//!   `settings.yaml` mounted with `type=mount`, say). A container holds the value it started
+//!   with; podman records when a secret's value was last set.
+//!
+//! An input set after the container started means the service runs an old version of it: the
+//! unit is restarted with the reason `file_changed` or `secret_changed`. No value is read.
 
-use super::{Target, UnitError};
+use super::{Host, Target, UnitError};
 use crate::plan::Reason;
+use crate::unit::UnitFile;
 use std::path::{Path, PathBuf};
 
-/// A file a unit's container depends on, and when it last changed.
+/// Where an input comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileInput {
-    pub path: PathBuf,
+pub enum InputSource {
+    File(PathBuf),
+    Secret(String),
+}
+
+/// An input a unit's container depends on, and when it last changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Input {
+    pub source: InputSource,
     /// Its modification time, in seconds since the epoch.
     pub changed_at: i64,
 }
@@ -28,21 +41,69 @@ pub fn check(paths: &[PathBuf]) -> Result<(), UnitError> {
     Ok(())
 }
 
-/// When each of the target's `restart_on_change` files last changed. A file that is not there
-/// is an error: the container would not start without it, or would run without it unseen.
-pub fn read(t: &Target) -> Result<Vec<FileInput>, UnitError> {
-    t.restart_on_change
+/// The target's inputs, with when each last changed. A file or a secret that is not there is
+/// an error: the container would not start without it, or would run without it unseen.
+pub fn read(host: &Host, t: &Target) -> Result<Vec<Input>, UnitError> {
+    let mut inputs = t
+        .restart_on_change
         .iter()
         .map(|path| {
-            Ok(FileInput {
-                path: path.clone(),
+            Ok(Input {
+                source: InputSource::File(path.clone()),
                 changed_at: modified(path).map_err(|source| UnitError::InputFile {
                     path: path.clone(),
                     source,
                 })?,
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, UnitError>>()?;
+    let names = foreign_secrets(t);
+    if names.is_empty() {
+        return Ok(inputs);
+    }
+    let held = host.podman.secrets()?;
+    for name in names {
+        let found =
+            held.iter()
+                .find(|s| s.name == name)
+                .ok_or_else(|| UnitError::SecretMissing {
+                    unit: t.name.file_name(),
+                    secret: name.clone(),
+                })?;
+        // A podman too old to say when a value was set cannot tell a change: no reason then.
+        if let Some(changed_at) = found.updated_at {
+            inputs.push(Input {
+                source: InputSource::Secret(name),
+                changed_at,
+            });
+        }
+    }
+    Ok(inputs)
+}
+
+/// The secrets the unit's text and drop-ins name that refit does not create (`secret_env`'s
+/// own are named after their value, so a new value is already a new text).
+fn foreign_secrets(t: &Target) -> Vec<String> {
+    let Some(desired) = &t.desired else {
+        return Vec::new();
+    };
+    let dropins = t
+        .dropins
+        .iter()
+        .filter_map(|d| UnitFile::parse(&d.text).ok());
+    let mut names: Vec<String> = std::iter::once(desired.unit.clone())
+        .chain(dropins)
+        .flat_map(|u| {
+            u.values("Container", "Secret")
+                .filter_map(|v| v.split(',').next())
+                .map(|n| n.trim().trim_matches('"').to_string())
+                .collect::<Vec<_>>()
+        })
+        .filter(|n| !n.is_empty() && !super::secrets::is_refits(n))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 fn modified(path: &Path) -> std::io::Result<i64> {
@@ -53,15 +114,21 @@ fn modified(path: &Path) -> std::io::Result<i64> {
     Ok(i64::try_from(since.as_secs()).unwrap_or(i64::MAX))
 }
 
-/// The reasons a container that started at `started_at` runs with an old input: a file
-/// modified in a later second. The same second counts as before: the file a deploy writes just
-/// before it starts the service must not restart it at the next run.
-pub fn changed(files: &[FileInput], started_at: i64) -> Vec<Reason> {
-    if files.iter().any(|f| f.changed_at > started_at) {
-        vec![Reason::FileChanged]
-    } else {
-        Vec::new()
+/// The reasons a container that started at `started_at` runs with an old input: one set in a
+/// later second. The same second counts as before: the file a deploy writes just before it
+/// starts the service must not restart it at the next run.
+pub fn changed(inputs: &[Input], started_at: i64) -> Vec<Reason> {
+    let mut reasons = Vec::new();
+    for input in inputs.iter().filter(|i| i.changed_at > started_at) {
+        let reason = match input.source {
+            InputSource::File(_) => Reason::FileChanged,
+            InputSource::Secret(_) => Reason::SecretChanged,
+        };
+        if !reasons.contains(&reason) {
+            reasons.push(reason);
+        }
     }
+    reasons
 }
 
 #[cfg(test)]
@@ -135,5 +202,68 @@ mod tests {
         let msg = out["msg"].as_str().unwrap_or_default();
         assert!(msg.contains("restart_on_change: cannot read"), "{out}");
         assert!(bed.jobs().is_empty());
+    }
+
+    fn secret_units() -> Value {
+        let mounted = format!(
+            "[Container]\nImage={IMAGE}\nSecret=settings,type=mount,target=/etc/app/settings.yaml\n"
+        );
+        json!({"units": [
+            {"name": "app.container", "content": mounted},
+            {"name": "db", "image": IMAGE},
+        ]})
+    }
+
+    fn set_secret(bed: &Bed, updated_at: i64) {
+        *bed.sim.foreign_secrets.lock().expect("secrets") = vec![crate::podman::SecretInfo {
+            name: "settings".into(),
+            unit: None,
+            updated_at: Some(updated_at),
+        }];
+    }
+
+    fn now() -> i64 {
+        let since = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH);
+        since.map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+    }
+
+    #[test]
+    fn a_secret_another_tool_replaced_restarts_exactly_its_users() {
+        let bed = Bed::new(IMAGE, "img-a");
+        set_secret(&bed, now() - 60);
+        assert_eq!(bed.run_unit(secret_units()).out["failed"], json!(false));
+        bed.jobs();
+        assert_eq!(bed.run_unit(secret_units()).out["changed"], json!(false));
+
+        set_secret(&bed, now() + 1);
+        let mut check = secret_units();
+        check["_ansible_check_mode"] = json!(true);
+        let out = bed.run_unit(check).out;
+        assert_eq!(
+            out["units"][0]["reasons"],
+            json!(["secret_changed"]),
+            "{out}"
+        );
+        assert_eq!(out["units"][1]["reasons"], json!([]), "{out}");
+        assert!(bed.jobs().is_empty(), "check mode restarted something");
+
+        std::thread::sleep(Duration::from_millis(2100));
+        let out = bed.run_unit(secret_units()).out;
+        assert_eq!(out["failed"], json!(false), "{out}");
+        assert_eq!(bed.jobs(), vec!["restart app.service".to_string()]);
+        assert_eq!(bed.run_unit(secret_units()).out["changed"], json!(false));
+    }
+
+    #[test]
+    fn a_missing_secret_of_another_tool_is_refused_before_anything_changes() {
+        let bed = Bed::new(IMAGE, "img-a");
+        let out = bed.run_unit(secret_units()).out;
+        let msg = out["msg"].as_str().unwrap_or_default();
+        assert!(
+            msg.contains("app.container names the podman secret settings, which does not exist"),
+            "{out}"
+        );
+        assert!(bed.jobs().is_empty());
+        assert!(!bed.dir.path().join("quadlet/app.container").exists());
     }
 }

@@ -183,6 +183,10 @@ pub enum UnitError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "{unit} names the podman secret {secret}, which does not exist; create it (podman secret create {secret} FILE) before the run, or take it out of the unit"
+    )]
+    SecretMissing { unit: String, secret: String },
     #[error(transparent)]
     State(#[from] StateError),
     #[error(transparent)]

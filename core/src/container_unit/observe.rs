@@ -39,8 +39,9 @@ pub struct Observation {
     pub rollback_image_id: Option<String>,
     /// A template's instance boot links that exist now.
     pub links: Vec<std::path::PathBuf>,
-    /// The target's `restart_on_change` files, with when each last changed.
-    pub inputs: Vec<super::inputs::FileInput>,
+    /// The target's `restart_on_change` files and other tools' secrets, with when each last
+    /// changed.
+    pub inputs: Vec<super::inputs::Input>,
     /// What `adopt::take_over` found of a file refit did not write.
     pub takeover: super::adopt::TakeOver,
     /// A staged run's new image under the tag the unit file already names, which the tag does
@@ -265,7 +266,7 @@ pub fn observe(
         newer_image: None,
         rollback_image_id: None,
         links: super::links::existing(t, &t.systemd_dir),
-        inputs: super::inputs::read(t)?,
+        inputs: super::inputs::read(host, t)?,
         takeover: super::adopt::TakeOver {
             changed_at: changed_at(t),
             ..Default::default()

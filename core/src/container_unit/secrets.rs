@@ -185,6 +185,11 @@ pub fn of(
         .collect()
 }
 
+/// Whether `name` is one refit gives the secrets of `secret_env`.
+pub fn is_refits(name: &str) -> bool {
+    name.starts_with(PREFIX)
+}
+
 /// The refit secret names a unit text refers to.
 pub fn referenced(text: &str) -> Vec<String> {
     let Ok(u) = UnitFile::parse(text) else {
@@ -192,7 +197,7 @@ pub fn referenced(text: &str) -> Vec<String> {
     };
     u.values("Container", "Secret")
         .filter_map(|v| v.split(',').next())
-        .filter(|n| n.starts_with(PREFIX))
+        .filter(|n| is_refits(n))
         .map(str::to_string)
         .collect()
 }

@@ -17,11 +17,13 @@ pub const SECRET_UNIT_LABEL: &str = "io.refit.unit";
 /// Seconds a secret call may take; they are small requests to a local daemon.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A secret as listed: its name and, for refit's own, the unit it belongs to.
+/// A secret as listed: its name, for refit's own the unit it belongs to, and when its value
+/// was last set (seconds since the epoch): a secret another tool replaced has a later time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SecretInfo {
     pub name: String,
     pub unit: Option<String>,
+    pub updated_at: Option<i64>,
 }
 
 /// Creates secret `name` holding `value`, labelled with `unit`. One that exists is left as
@@ -46,6 +48,8 @@ pub fn list(socket: &str) -> Result<Vec<SecretInfo>, PodmanError> {
     struct Listed {
         #[serde(rename = "Spec")]
         spec: Spec,
+        #[serde(rename = "UpdatedAt", default)]
+        updated_at: String,
     }
     #[derive(serde::Deserialize)]
     struct Spec {
@@ -67,6 +71,7 @@ pub fn list(socket: &str) -> Result<Vec<SecretInfo>, PodmanError> {
         .map(|l| SecretInfo {
             unit: l.spec.labels.and_then(|mut m| m.remove(SECRET_UNIT_LABEL)),
             name: l.spec.name,
+            updated_at: crate::time::parse_rfc3339(&l.updated_at),
         })
         .collect())
 }

@@ -16,7 +16,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod bed;
 mod images;
+pub use bed::Bed;
 pub use images::IMAGE_BYTES;
 
 #[derive(Debug, Clone, Default)]
@@ -48,6 +50,8 @@ pub struct SimHost {
     pub props: HashMap<String, Vec<(&'static str, String)>>,
     /// Units whose stop never ends: they stay deactivating.
     pub stuck: HashSet<String>,
+    /// podman secrets another tool made: refit's own are not kept.
+    pub foreign_secrets: Mutex<Vec<crate::podman::SecretInfo>>,
     /// Image IDs containers other than the units' use (a `podman run` by hand).
     pub foreign_users: HashSet<String>,
     /// Crashed services systemd restarts on its own (`Restart=on-failure`), with how many more
@@ -392,7 +396,7 @@ impl Podman for SimHost {
         Err(no_oneoffs())
     }
     fn secrets(&self) -> Result<Vec<crate::podman::SecretInfo>, PodmanError> {
-        Ok(Vec::new())
+        Ok(self.foreign_secrets.lock().expect("secrets").clone())
     }
     fn create_secret(&self, name: &str, _unit: &str, _value: &str) -> Result<(), PodmanError> {
         self.note(format!("secret create {name}"));
@@ -432,69 +436,4 @@ fn no_oneoffs() -> PodmanError {
         call: "container create".into(),
         detail: "the simulated host runs no one-off containers".into(),
     }
-}
-
-/// A simulated host in a temp dir of its own, for the container_unit tests.
-pub struct Bed {
-    pub dir: tempfile::TempDir,
-    pub sim: SimHost,
-}
-
-impl Bed {
-    /// A bed holding `image` as `id`.
-    pub fn new(image: &str, id: &str) -> Bed {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let sim = SimHost::new(dir.path().join("quadlet"));
-        sim.add_image(image, id);
-        Bed { dir, sim }
-    }
-
-    pub fn run_unit(&self, args: serde_json::Value) -> super::Responded {
-        run_container_unit(self.dir.path(), &self.sim, args)
-    }
-
-    /// The jobs queued since the last look, as `VERB SERVICE`; the other calls are dropped.
-    pub fn jobs(&self) -> Vec<String> {
-        let mut calls = self.sim.calls.lock().expect("calls");
-        let jobs = calls
-            .iter()
-            .filter(|c| {
-                ["start ", "restart ", "stop "]
-                    .iter()
-                    .any(|v| c.starts_with(v))
-            })
-            .cloned()
-            .collect();
-        calls.clear();
-        jobs
-    }
-
-    /// The revision the service's running container has.
-    pub fn revision(&self, service: &str) -> String {
-        self.sim.running(service).expect("it runs").0
-    }
-}
-
-/// Runs container_unit on `sim` with `args`, filling in what they leave out: the dirs under
-/// `root`, `pull: missing`, a 1 s `min_healthy_time` and a 30 s `timeout`.
-fn run_container_unit(
-    root: &std::path::Path,
-    sim: &SimHost,
-    args: serde_json::Value,
-) -> super::Responded {
-    let mut args = args;
-    for (k, v) in [
-        ("quadlet_dir", serde_json::json!(root.join("quadlet"))),
-        ("state_dir", serde_json::json!(root.join("state"))),
-        ("systemd_dir", serde_json::json!(root.join("systemd"))),
-        ("pull", serde_json::json!("missing")),
-        ("min_healthy_time", serde_json::json!(1000)),
-        ("timeout", serde_json::json!(30)),
-    ] {
-        if args.get(k).is_none() {
-            args[k] = v;
-        }
-    }
-    let spec = &crate::container_unit::spec::SPEC;
-    super::respond_on(spec, root, &args, sim, sim, crate::container_unit::run)
 }
