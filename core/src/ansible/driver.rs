@@ -25,6 +25,8 @@ pub struct Invocation {
     /// The name the controller's action asks this binary to keep a copy of itself under
     /// (`_refit_keep_as`; ansible/keep.rs).
     pub keep_as: Option<String>,
+    /// Whose services the call manages (`scope`, `scope_user`), resolved once by the driver.
+    pub scope: crate::scope::Scope,
 }
 
 /// Set to any value, the driver panics inside the module body. It exists to prove, in tests,
@@ -151,7 +153,8 @@ where
     if ignore_unknown {
         raw.retain(|k, _| spec.option(k).is_some());
     }
-    let params = match validate(spec, &raw) {
+    crate::scope::Scope::drop_empty_places(&mut raw);
+    let mut params = match validate(spec, &raw) {
         Ok(p) => p,
         Err(e) => {
             // The parameters did not validate, so mask whatever their no_log keys hold.
@@ -160,6 +163,11 @@ where
             return json;
         }
     };
+    let mut inv = inv;
+    match enter_scope(spec, &raw, &mut params, &inv) {
+        Ok(scope) => inv.scope = scope,
+        Err(e) => return failure_json(&e.to_string()),
+    }
     let mut secrets = secrets(spec.options, &params);
     let module_args = masked_args(spec.options, &params);
     let typed: P = match serde_json::from_value(Value::Object(params)) {
@@ -196,15 +204,48 @@ where
     };
     mask(&mut json, &with_escaped_forms(secrets));
     // Not in check mode, and not for a call that failed (bad input touches nothing on the host).
+    // A call that became its scope's user kept its copy before (enter_scope).
     let kept = !inv.check_mode && json.get("failed") == Some(&Value::Bool(false));
-    if let Some(name) = inv.keep_as.as_deref().filter(|_| kept) {
-        // Best effort: a host that cannot keep a copy runs every call the usual way.
-        match super::keep::keep_self(spec.name, name, Path::new(super::keep::KEEP_DIR)) {
-            Ok(kept) => tracing::debug!(kept, "{name} kept in {}", super::keep::KEEP_DIR),
-            Err(e) => tracing::debug!("{e}"),
-        }
+    if kept && !inv.scope.switches_user() {
+        keep(spec, &inv);
     }
     json
+}
+
+/// The call's scope: its places filled into `params` where the caller gave none, its
+/// preflight passed, and the process become its user when root acts for one. The copy of
+/// this binary is kept first, while the process is still the one the controller runs it as.
+fn enter_scope(
+    spec: &ModuleSpec,
+    raw: &Map<String, Value>,
+    params: &mut Map<String, Value>,
+    inv: &Invocation,
+) -> Result<crate::scope::Scope, crate::scope::ScopeError> {
+    if spec.option("scope").is_none() {
+        return Ok(crate::scope::Scope::System);
+    }
+    let scope = crate::scope::Scope::of_params(params)?;
+    scope.fill_places(raw, params);
+    scope.preflight()?;
+    if scope.switches_user() {
+        if !inv.check_mode {
+            keep(spec, inv);
+        }
+        scope.enter()?;
+    }
+    Ok(scope)
+}
+
+/// Keeps a copy of this binary when the controller's action asked. Best effort: a host that
+/// cannot keep one runs every call the usual way.
+fn keep(spec: &ModuleSpec, inv: &Invocation) {
+    let Some(name) = inv.keep_as.as_deref() else {
+        return;
+    };
+    match super::keep::keep_self(spec.name, name, Path::new(super::keep::KEEP_DIR)) {
+        Ok(kept) => tracing::debug!(kept, "{name} kept in {}", super::keep::KEEP_DIR),
+        Err(e) => tracing::debug!("{e}"),
+    }
 }
 
 fn print_text(text: &str) -> ExitCode {

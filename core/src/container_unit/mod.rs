@@ -141,6 +141,8 @@ pub enum UnitError {
         "give the unit's options inside each `units` entry, not beside `units` ({0} was given at the top level)"
     )]
     MixedUnits(&'static str),
+    #[error(transparent)]
+    Scope(#[from] crate::scope::ScopeError),
     #[error("max_parallel must be at least 1")]
     MaxParallel,
     #[error("keep_revisions must be from 1 to {max}; {0} was given", max = crate::state::MAX_KEEP_REVISIONS)]
@@ -250,6 +252,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     // Validated with the placeholder key first: bad input is refused before the state dir is
     // touched, even to create the host key.
     validate(&p)?;
+    refuse_privileged_ports(&p, &inv.scope)?;
     let key = secrets::SecretKey::load(&state, !inv.check_mode)?;
     let targets = target::targets(&p, &key)?;
     let _lock = if inv.check_mode {
@@ -461,6 +464,27 @@ pub fn validate(p: &Params) -> Result<Reads, UnitError> {
     })
 }
 
+/// Refuses, in a user scope, a published port or a socket's port that the user cannot bind.
+pub fn refuse_privileged_ports(p: &Params, scope: &crate::scope::Scope) -> Result<(), UnitError> {
+    let top = std::iter::once((String::new(), &p.unit));
+    let entries = p.units.iter().enumerate().map(|(i, u)| (format!("units[{i}]."), u));
+    for (at, unit) in top.chain(entries) {
+        for (i, v) in unit.options.ports.iter().enumerate() {
+            if let Some(port) = crate::scope::port_of_publish(v) {
+                scope.refuse_privileged_port(port, &format!("{at}ports[{i}]"))?;
+            }
+        }
+        let listen = unit.options.socket.as_ref().and_then(|s| s.get("listen"));
+        let listen = listen.and_then(serde_json::Value::as_array).into_iter().flatten();
+        for (i, v) in listen.enumerate() {
+            if let Some(port) = v.as_str().and_then(crate::scope::port_of_listen) {
+                scope.refuse_privileged_port(port, &format!("{at}socket.listen[{i}]"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Runs the module against this host: systemctl, the podman socket and the system clock.
 pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, UnitError> {
     // Every parameter is checked before the first podman or systemd call.
@@ -471,7 +495,8 @@ pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, UnitError> {
     let podman = crate::podman::PodmanApi::connect(&p.podman_socket)?
         .with_pull_timeout(Duration::from_secs(p.timeout))
         .with_registry_auth(registry.pull_auth());
-    run(p, inv, &Host::real(&podman, &registry))
+    let systemd = crate::systemd::Systemctl::for_scope(&inv.scope);
+    run(p, inv, &Host::real(&podman, &registry, &systemd))
 }
 
 #[cfg(test)]
