@@ -211,8 +211,7 @@ pub enum Remembered {
 fn user_name(s: &str) -> Result<String, String> {
     let ok = s.len() <= 32
         && s.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
     if ok {
         Ok(s.to_string())

@@ -213,7 +213,8 @@ where
 }
 
 /// The call's scope: its places filled into `params` where the caller gave none, its
-/// preflight passed, and the process become its user when root acts for one. The copy of
+/// preflight passed, the process become its user when root acts for one, and a user's podman
+/// socket started when it is missing. The copy of
 /// this binary is kept first, while the process is still the one the controller runs it as.
 fn enter_scope(
     spec: &ModuleSpec,
@@ -232,6 +233,10 @@ fn enter_scope(
             keep(spec, inv);
         }
         scope.enter()?;
+    }
+    let socket = params.get("podman_socket").and_then(Value::as_str);
+    if let Some(socket) = socket.filter(|_| !inv.check_mode) {
+        scope.start_podman_socket(Path::new(socket))?;
     }
     Ok(scope)
 }

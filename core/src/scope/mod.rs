@@ -53,19 +53,35 @@ pub struct UserScope {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScopeError {
-    #[error("scope_user: no user {0:?} in /etc/passwd; give an existing user, or create it (useradd --create-home {0})")]
+    #[error(
+        "scope_user: no user {0:?} in /etc/passwd; give an existing user, or create it (useradd --create-home {0})"
+    )]
     NoSuchUser(String),
-    #[error("scope_user: {0:?} is root, whose services are scope: system; give scope: system, or an unprivileged user")]
+    #[error(
+        "scope_user: {0:?} is root, whose services are scope: system; give scope: system, or an unprivileged user"
+    )]
     Root(String),
-    #[error("scope_user is required with scope: user when the module runs as root; give the user whose services these are (or run it with become_user)")]
+    #[error(
+        "scope_user is required with scope: user when the module runs as root; give the user whose services these are (or run it with become_user)"
+    )]
     UserRequired,
-    #[error("scope: user: the module runs as uid {0}, which is not in /etc/passwd; give scope_user")]
+    #[error(
+        "scope: user: the module runs as uid {0}, which is not in /etc/passwd; give scope_user"
+    )]
     Unnamed(u32),
-    #[error("scope_user: the module runs as uid {running}, which is not {user}'s, and only root can act for another user; run it as root (become: true) or as {user}")]
+    #[error(
+        "scope_user: the module runs as uid {running}, which is not {user}'s, and only root can act for another user; run it as root (become: true) or as {user}"
+    )]
     NotPermitted { running: u32, user: String },
     #[error(transparent)]
     Preflight(#[from] preflight::PreflightError),
-    #[error("cannot run as {user} (uid {uid}): {source}; run the module as root or as {user} itself")]
+    #[error(
+        "scope: user: cannot enable the user's podman.socket, which refit reaches podman through: {0}; enable it as the user (`systemctl --user enable --now podman.socket`)"
+    )]
+    PodmanSocket(#[source] crate::systemd::SystemdError),
+    #[error(
+        "cannot run as {user} (uid {uid}): {source}; run the module as root or as {user} itself"
+    )]
     Enter {
         user: String,
         uid: u32,
@@ -201,6 +217,20 @@ impl Scope {
         rustix::thread::set_thread_res_gid(gid, gid, gid).map_err(|e| fail(e.into()))?;
         rustix::thread::set_thread_res_uid(uid, uid, uid).map_err(|e| fail(e.into()))?;
         Ok(())
+    }
+
+    /// A user's podman socket, enabled and started when nothing listens on it: refit's modules reach
+    /// podman through it, and a user's podman.socket is not enabled by podman's packages.
+    pub fn start_podman_socket(&self, socket: &Path) -> Result<(), ScopeError> {
+        // A socket file can outlive its unit (stopped, or disabled with --now): only a
+        // connection tells that something listens.
+        if matches!(self, Scope::System) || std::os::unix::net::UnixStream::connect(socket).is_ok()
+        {
+            return Ok(());
+        }
+        crate::systemd::Systemctl::for_scope(self)
+            .enable_now("podman.socket")
+            .map_err(ScopeError::PodmanSocket)
     }
 
     /// `program` (systemctl, journalctl) aimed at this scope's manager: for a user, `--user`

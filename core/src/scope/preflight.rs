@@ -7,13 +7,21 @@ use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PreflightError {
-    #[error("scope: user: {0} has no linger, so its services would stop at its logout and not start at boot; run `loginctl enable-linger {0}` as root")]
+    #[error(
+        "scope: user: {0} has no linger, so its services would stop at its logout and not start at boot; run `loginctl enable-linger {0}` as root"
+    )]
     Linger(String),
-    #[error("scope: user: {dir} does not exist, so {user}'s systemd manager is not running; enable linger (`loginctl enable-linger {user}`), which starts it, or log {user} in")]
+    #[error(
+        "scope: user: {dir} does not exist, so {user}'s systemd manager is not running; enable linger (`loginctl enable-linger {user}`), which starts it, or log {user} in"
+    )]
     RuntimeDir { user: String, dir: String },
-    #[error("scope: user: {user} has no range in {file}, so rootless podman cannot map its images' users; add one, for example `usermod --add-subuids 100000-165535 --add-subgids 100000-165535 {user}`")]
+    #[error(
+        "scope: user: {user} has no range in {file}, so rootless podman cannot map its images' users; add one, for example `usermod --add-subuids 100000-165535 --add-subgids 100000-165535 {user}`"
+    )]
     SubIds { user: String, file: &'static str },
-    #[error("{what}: port {port} is below net.ipv4.ip_unprivileged_port_start ({start}), so {user}'s services cannot bind it; use a port from {start} up, or lower the limit as root (`sysctl net.ipv4.ip_unprivileged_port_start={port}`, kept in /etc/sysctl.d/), or serve it from root's scope")]
+    #[error(
+        "{what}: port {port} is below net.ipv4.ip_unprivileged_port_start ({start}), so {user}'s services cannot bind it; use a port from {start} up, or lower the limit as root (`sysctl net.ipv4.ip_unprivileged_port_start={port}`, kept in /etc/sysctl.d/), or serve it from root's scope"
+    )]
     Port {
         what: String,
         port: u16,
@@ -123,8 +131,22 @@ mod tests {
         if without != "runtime" {
             std::fs::create_dir_all(d.path().join("run/user/1001")).expect("mkdir");
         }
-        put("etc/subuid", if without == "subuid" { "other:1:65536\n" } else { "app:200000:65536\n" });
-        put("etc/subgid", if without == "subgid" { "" } else { "app:200000:65536\n" });
+        put(
+            "etc/subuid",
+            if without == "subuid" {
+                "other:1:65536\n"
+            } else {
+                "app:200000:65536\n"
+            },
+        );
+        put(
+            "etc/subgid",
+            if without == "subgid" {
+                ""
+            } else {
+                "app:200000:65536\n"
+            },
+        );
         put("proc/sys/net/ipv4/ip_unprivileged_port_start", "1024\n");
         d
     }
@@ -147,8 +169,14 @@ mod tests {
     fn a_port_below_the_unprivileged_start_is_refused_naming_the_parameter() {
         let h = host_without("");
         let err = port(&app(), 80, "ports[0]", h.path()).expect_err("80");
-        assert!(err.to_string().starts_with("ports[0]: port 80 is below"), "{err}");
-        assert!(err.to_string().contains("sysctl net.ipv4.ip_unprivileged_port_start=80"));
+        assert!(
+            err.to_string().starts_with("ports[0]: port 80 is below"),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .contains("sysctl net.ipv4.ip_unprivileged_port_start=80")
+        );
         assert!(port(&app(), 8080, "ports[0]", h.path()).is_ok());
     }
 

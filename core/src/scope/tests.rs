@@ -42,7 +42,9 @@ fn the_system_scope_keeps_roots_places() {
     Scope::System.fill_places(&Map::new(), &mut params);
     assert_eq!(
         params,
-        map(json!({"quadlet_dir": "/etc/containers/systemd", "systemd_dir": "/etc/systemd/system"}))
+        map(
+            json!({"quadlet_dir": "/etc/containers/systemd", "systemd_dir": "/etc/systemd/system"})
+        )
     );
 }
 
@@ -68,15 +70,27 @@ fn systemctl_of_a_user_scope_talks_to_its_manager() {
 
 #[test]
 fn a_system_scope_is_the_default_and_root_must_name_its_user() {
-    assert_eq!(Scope::of_params(&Map::new()).expect("system"), Scope::System);
+    assert_eq!(
+        Scope::of_params(&Map::new()).expect("system"),
+        Scope::System
+    );
     if rustix::process::geteuid().is_root() {
         let err = Scope::of_params(&map(json!({"scope": "user"}))).expect_err("no user");
-        assert!(err.to_string().starts_with("scope_user is required"), "{err}");
+        assert!(
+            err.to_string().starts_with("scope_user is required"),
+            "{err}"
+        );
         let err = Scope::of_params(&map(json!({"scope": "user", "scope_user": "root"})))
             .expect_err("root");
         assert!(err.to_string().contains("scope: system"), "{err}");
     }
-    let err = Scope::of_params(&map(json!({"scope": "user", "scope_user": "no-such-user-x"})))
-        .expect_err("unknown");
-    assert!(err.to_string().starts_with("scope_user: no user \"no-such-user-x\""), "{err}");
+    let err = Scope::of_params(&map(
+        json!({"scope": "user", "scope_user": "no-such-user-x"}),
+    ))
+    .expect_err("unknown");
+    assert!(
+        err.to_string()
+            .starts_with("scope_user: no user \"no-such-user-x\""),
+        "{err}"
+    );
 }

@@ -86,7 +86,10 @@ mod tests {
     #[test]
     fn finds_by_name_and_by_uid_and_skips_broken_lines() {
         let app = find(PASSWD, Wanted::Name("app")).expect("app");
-        assert_eq!((app.uid, app.gid, app.home.as_path()), (1001, 1001, Path::new("/home/app")));
+        assert_eq!(
+            (app.uid, app.gid, app.home.as_path()),
+            (1001, 1001, Path::new("/home/app"))
+        );
         assert_eq!(find(PASSWD, Wanted::Uid(1001)), Some(app));
         assert_eq!(find(PASSWD, Wanted::Name("bad")), None);
         assert_eq!(find(PASSWD, Wanted::Name("nobody")), None);

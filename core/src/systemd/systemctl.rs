@@ -25,6 +25,12 @@ impl Systemctl {
         }
     }
 
+    /// Enables `unit` and starts it now (a user's podman.socket: scope.rs).
+    pub fn enable_now(&self, unit: &str) -> Result<(), SystemdError> {
+        self.run("systemctl", &["enable", "--now", "--", unit])
+            .map(drop)
+    }
+
     fn run(&self, program: &str, args: &[&str]) -> Result<String, SystemdError> {
         run_bounded(self.scope.command(program), args, QUICK)
     }
@@ -138,7 +144,8 @@ impl Systemd for Systemctl {
         if units.is_empty() {
             return Ok(());
         }
-        self.run_bounded("systemctl", &with_units(vec![job.verb()], units), JOB).map(drop)
+        self.run_bounded("systemctl", &with_units(vec![job.verb()], units), JOB)
+            .map(drop)
     }
 
     fn run_job_within(
@@ -215,7 +222,7 @@ mod tests {
             &["5"],
             std::time::Duration::from_millis(200),
         )
-            .expect_err("bounded");
+        .expect_err("bounded");
         assert!(
             e.to_string()
                 .contains("`sleep 5` did not finish within 0 s"),
