@@ -15,6 +15,7 @@ mod fetch;
 mod inputs;
 mod links;
 mod observe;
+pub mod ports;
 mod prepare;
 mod references;
 mod report;
@@ -252,7 +253,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     // Validated with the placeholder key first: bad input is refused before the state dir is
     // touched, even to create the host key.
     validate(&p)?;
-    refuse_privileged_ports(&p, &inv.scope)?;
+    ports::refuse_privileged(&p, &inv.scope)?;
     let key = secrets::SecretKey::load(&state, !inv.check_mode)?;
     let targets = target::targets(&p, &key)?;
     let _lock = if inv.check_mode {
@@ -462,34 +463,6 @@ pub fn validate(p: &Params) -> Result<Reads, UnitError> {
         services: observe::services_of(&targets),
         images,
     })
-}
-
-/// Refuses, in a user scope, a published port or a socket's port that the user cannot bind.
-pub fn refuse_privileged_ports(p: &Params, scope: &crate::scope::Scope) -> Result<(), UnitError> {
-    let top = std::iter::once((String::new(), &p.unit));
-    let entries = p
-        .units
-        .iter()
-        .enumerate()
-        .map(|(i, u)| (format!("units[{i}]."), u));
-    for (at, unit) in top.chain(entries) {
-        for (i, v) in unit.options.ports.iter().enumerate() {
-            if let Some(port) = crate::scope::port_of_publish(v) {
-                scope.refuse_privileged_port(port, &format!("{at}ports[{i}]"))?;
-            }
-        }
-        let listen = unit.options.socket.as_ref().and_then(|s| s.get("listen"));
-        let listen = listen
-            .and_then(serde_json::Value::as_array)
-            .into_iter()
-            .flatten();
-        for (i, v) in listen.enumerate() {
-            if let Some(port) = v.as_str().and_then(crate::scope::port_of_listen) {
-                scope.refuse_privileged_port(port, &format!("{at}socket.listen[{i}]"))?;
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Runs the module against this host: systemctl, the podman socket and the system clock.

@@ -125,7 +125,7 @@ pub fn validate_all(
     }
     let units = unit_params(p, flow, None)?;
     let reads = container_unit::validate(&units)?;
-    container_unit::refuse_privileged_ports(&units, scope)?;
+    container_unit::ports::refuse_privileged(&units, scope)?;
     if !p.migrations.is_empty() {
         migrate::validate(&migrate_params(p, flow)?)?;
     }
