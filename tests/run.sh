@@ -102,6 +102,8 @@ echo "started; its lines follow the integration suite's"
 # waiting on services, not on the CPU. Lane b takes the longest scenarios, then the older cores'
 # flows, the flows over SSH and molecule; the first bed takes the rest. Balanced by the times
 # the README lists, each lane takes about 20 minutes.
+# test_pg_major_failures (Pulp deployed on PostgreSQL 15, then three failed upgrades to 17)
+# runs on the first bed.
 LANE_SCENARIOS=(test_pulp.yml test_fleet.yml test_refitctl.yml test_container_unit_rollback_history.yml
     test_rerun_at_once.yml test_takeover.yml test_same_tag_power_loss.yml)
 # Scenarios of work in progress, which have not yet passed end to end: run by hand
