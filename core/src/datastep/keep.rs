@@ -55,9 +55,10 @@ pub struct Pruned {
     pub kept: Vec<String>,
 }
 
+/// The result of a prune.
 #[derive(Debug, Default, Serialize)]
-struct PruneReport {
-    pruned: Vec<Pruned>,
+pub struct PruneReport {
+    pub pruned: Vec<Pruned>,
 }
 
 /// Removes, for each step, the old places beyond its `keep` newest.

@@ -21,6 +21,7 @@ pub mod spec;
 use crate::ansible::{Invocation, Outcome};
 use crate::host::Host;
 use crate::state::StateError;
+pub use keep::{PruneReport, Pruned};
 pub use place::{Method, Place, Transfer};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
