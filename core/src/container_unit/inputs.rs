@@ -94,8 +94,7 @@ fn foreign_secrets(t: &Target) -> Vec<String> {
     let mut names: Vec<String> = std::iter::once(desired.unit.clone())
         .chain(dropins)
         .flat_map(|u| {
-            u.values("Container", "Secret")
-                .filter_map(|v| v.split(',').next())
+            super::secrets::named(&u)
                 .map(|n| n.trim().trim_matches('"').to_string())
                 .collect::<Vec<_>>()
         })

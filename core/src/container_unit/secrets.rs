@@ -195,11 +195,16 @@ pub fn referenced(text: &str) -> Vec<String> {
     let Ok(u) = UnitFile::parse(text) else {
         return Vec::new();
     };
-    u.values("Container", "Secret")
-        .filter_map(|v| v.split(',').next())
+    named(&u)
         .filter(|n| is_refits(n))
         .map(str::to_string)
         .collect()
+}
+
+/// The secret names a unit's `Secret=` lines give (each line's first field), as written.
+pub fn named(u: &UnitFile) -> impl Iterator<Item = &str> {
+    u.values("Container", "Secret")
+        .filter_map(|v| v.split(',').next())
 }
 
 /// What refit knows of a unit's secrets, ever: their keys and names, never a value.

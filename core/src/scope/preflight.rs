@@ -102,11 +102,12 @@ pub fn port_of_listen(value: &str) -> Option<u16> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::path::PathBuf;
 
-    fn app() -> UserScope {
+    /// User `app` as the test hosts have it; the scope's own tests use it too.
+    pub(in crate::scope) fn app() -> UserScope {
         UserScope {
             name: "app".into(),
             uid: 1001,

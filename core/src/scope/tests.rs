@@ -2,14 +2,7 @@ use super::*;
 use serde_json::json;
 
 fn app() -> Scope {
-    Scope::User(UserScope {
-        name: "app".into(),
-        uid: 1001,
-        gid: 1001,
-        groups: vec![1001],
-        home: "/home/app".into(),
-        runtime_dir: "/run/user/1001".into(),
-    })
+    Scope::User(super::preflight::tests::app())
 }
 
 fn map(v: Value) -> Map<String, Value> {
