@@ -105,7 +105,8 @@ fn foreign_secrets(t: &Target) -> Vec<String> {
     names
 }
 
-fn modified(path: &Path) -> std::io::Result<i64> {
+/// When `path` last changed, in seconds since the epoch.
+pub(super) fn modified(path: &Path) -> std::io::Result<i64> {
     let at = std::fs::metadata(path)?.modified()?;
     let since = at
         .duration_since(std::time::UNIX_EPOCH)

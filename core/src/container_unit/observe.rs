@@ -281,11 +281,7 @@ fn changed_at(t: &Target) -> Option<i64> {
     let drop_ins = t.dropins.iter().map(|d| dir.join(&d.dir).join(&d.name));
     std::iter::once(t.path.clone())
         .chain(drop_ins)
-        .map(|p| {
-            let modified = std::fs::metadata(p).ok()?.modified().ok()?;
-            let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
-            i64::try_from(since.as_secs()).ok()
-        })
+        .map(|p| super::inputs::modified(&p).ok())
         .collect::<Option<Vec<i64>>>()?
         .into_iter()
         .max()
