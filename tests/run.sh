@@ -89,7 +89,9 @@ tools/tarball-contents.sh "build/refit-containers-$(tr -d ' \n' < VERSION).tar.g
 step "docs (antsibull-docs, any warning fails)"
 timed docs make --no-print-directory docs
 step "ansible-lint (production profile)"
-timed ansible-lint env ANSIBLE_COLLECTIONS_PATH="$REFIT_TESTBED_RUN/collections" ansible-lint --nocolor roles playbooks tests/integration examples extensions
+# examples/foremanctl-like deploys with containers.podman, from the pinned ansible wheel.
+podman_collections=$(tools/containers_podman.sh)
+timed ansible-lint env ANSIBLE_COLLECTIONS_PATH="$REFIT_TESTBED_RUN/collections:$podman_collections" ansible-lint --nocolor roles playbooks tests/integration examples extensions
 # Sanity needs no bed: it runs beside the integration suite, which mostly waits on services,
 # niced so the scenarios keep the CPU they wait with (on a fresh machine it is 5 to 7 minutes,
 # mostly a venv per sanity test per core).

@@ -125,7 +125,9 @@ pub fn wait_converged(
         }
         let mut good = st.active_state() == "active";
         let mut container_id = String::new();
-        if good && exp.runs_container {
+        // A oneshot's new invocation that became active ran its job to a good end (a failed
+        // one would be failed); its container is gone, and there is no more to see.
+        if good && exp.runs_container && !st.ran_once() {
             let containers = podman.unit_containers(&units)?;
             match containers.iter().find(|c| c.running()) {
                 None => {
@@ -334,6 +336,59 @@ mod tests {
         assert!(
             err.to_string().contains("still the previous invocation"),
             "{err}"
+        );
+    }
+
+    /// `Scripted`, for a `Type=oneshot` service.
+    struct Oneshot(Scripted);
+
+    impl Systemd for Oneshot {
+        fn show(&self, units: &[String]) -> Result<Vec<UnitStatus>, SystemdError> {
+            let mut all = self.0.show(units)?;
+            for st in &mut all {
+                st.props.insert("Type".into(), "oneshot".into());
+            }
+            Ok(all)
+        }
+        fn daemon_reload(&self) -> Result<(), SystemdError> {
+            self.0.daemon_reload()
+        }
+        fn enqueue(&self, job: Job, units: &[String]) -> Result<(), SystemdError> {
+            self.0.enqueue(job, units)
+        }
+        fn run_job(&self, job: Job, units: &[String]) -> Result<(), SystemdError> {
+            self.0.run_job(job, units)
+        }
+        fn reset_failed(&self, units: &[String]) -> Result<(), SystemdError> {
+            self.0.reset_failed(units)
+        }
+        fn journal_tail(&self, unit: &str, lines: usize) -> String {
+            self.0.journal_tail(unit, lines)
+        }
+    }
+
+    #[test]
+    fn a_oneshot_converges_when_its_new_run_ended_active_with_no_container_left() {
+        let exp = Expectation {
+            service: "m.service".into(),
+            revision: "rev".into(),
+            image_id: "img".into(),
+            needs_health: false,
+            runs_container: true,
+            previous_invocation: Some("old".into()),
+            min_healthy: Duration::ZERO,
+            timeout: Duration::from_secs(30),
+        };
+        let clock = FakeClock::default();
+        let start = clock.now();
+        let script = vec![("new", "activating", "0"), ("new", "active", "0")];
+        let systemd = Oneshot(Scripted(Mutex::new(script)));
+        let c = wait_converged(&systemd, &FakePodman::default(), &clock, &exp).expect("ran");
+        assert_eq!(c.invocation_id, "new");
+        assert!(
+            clock.now() - start < Duration::from_secs(1),
+            "{:?}",
+            c.waited
         );
     }
 

@@ -15,6 +15,7 @@ mod fetch;
 mod inputs;
 mod links;
 mod observe;
+mod oneshot;
 pub mod ports;
 mod prepare;
 mod references;

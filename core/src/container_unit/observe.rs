@@ -238,6 +238,18 @@ pub fn observe(
             .find(|c| c.running() && c.unit == svc)
             .cloned()
     };
+    let label = file_text
+        .as_deref()
+        .and_then(|text| UnitFile::parse(text).ok())
+        .and_then(|u| recorded_label(&u));
+    let changed_at = changed_at(t);
+    let seen = super::oneshot::Seen {
+        label: label.as_deref(),
+        file_revision: file_revision.as_deref(),
+        changed_at,
+        history: &history,
+        image_id: image_id.as_deref(),
+    };
     let observed = services
         .iter()
         .zip(statuses)
@@ -246,7 +258,7 @@ pub fn observe(
             active: st.is_active(),
             need_daemon_reload: st.need_daemon_reload(),
             invocation_id: st.invocation_id().to_string(),
-            container: running(svc),
+            container: running(svc).or_else(|| super::oneshot::ran(&st, svc, &seen)),
         })
         .collect();
     let mut extras: Vec<String> = containers
@@ -268,7 +280,7 @@ pub fn observe(
         links: super::links::existing(t, &t.systemd_dir),
         inputs: super::inputs::read(host, t)?,
         takeover: super::adopt::TakeOver {
-            changed_at: changed_at(t),
+            changed_at,
             ..Default::default()
         },
         held: None,

@@ -26,6 +26,8 @@ pub const PROPERTIES: &[&str] = &[
     "TriggeredBy",
     "After",
     "Before",
+    // With `--timestamp=unix`: `@SECONDS`.
+    "ActiveEnterTimestamp",
 ];
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -71,6 +73,18 @@ impl UnitStatus {
         self.get("Job").is_empty()
             && self.get("Type") != "oneshot"
             && matches!(self.active_state(), "inactive" | "failed")
+    }
+    /// When it last became active, in seconds since the epoch (asked with `--timestamp=unix`).
+    pub fn active_since(&self) -> Option<i64> {
+        self.get("ActiveEnterTimestamp")
+            .strip_prefix('@')
+            .and_then(|s| s.parse().ok())
+            .filter(|&t| t > 0)
+    }
+    /// A oneshot service whose run ended well and that stays active after it
+    /// (`RemainAfterExit=yes`): it has no container, but it ran.
+    pub fn ran_once(&self) -> bool {
+        self.get("Type") == "oneshot" && self.active_state() == "active"
     }
     /// The units it requires or is bound to.
     pub fn requirements(&self) -> Vec<String> {
@@ -139,5 +153,17 @@ mod tests {
         assert_eq!((s[0].is_active(), s[0].n_restarts()), (true, 2));
         assert!(!s[1].exists());
         assert!(s[1].is_inactive());
+    }
+
+    #[test]
+    fn a_oneshot_that_ran_tells_when_it_became_active() {
+        let out = "Id=m.service\nType=oneshot\nActiveState=active\nActiveEnterTimestamp=@1733496121\n\n\
+                   Id=n.service\nType=oneshot\nActiveState=inactive\nActiveEnterTimestamp=";
+        let s = parse_show(out, &["m.service".into(), "n.service".into()]);
+        assert_eq!(
+            (s[0].ran_once(), s[0].active_since()),
+            (true, Some(1733496121))
+        );
+        assert_eq!((s[1].ran_once(), s[1].active_since()), (false, None));
     }
 }

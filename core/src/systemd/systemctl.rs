@@ -121,7 +121,10 @@ impl Systemd for Systemctl {
             return Ok(Vec::new());
         }
         let props = format!("--property={}", PROPERTIES.join(","));
-        let out = self.run("systemctl", &with_units(vec!["show", &props], units))?;
+        let out = self.run(
+            "systemctl",
+            &with_units(vec!["show", "--timestamp=unix", &props], units),
+        )?;
         Ok(parse_show(&out, units))
     }
 
