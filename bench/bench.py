@@ -6,7 +6,7 @@ is computed from what this script recorded: probe logs (bench/probe.py, every 20
 InvocationIDs before and after, podman events, and wall-clock timestamps. Nothing is typed by
 hand, and every wait is bounded.
 
-usage: bench.py [--quick] [--only refit|rolling|cost|foremanctl|socket|upgrade|pulp] OUT.md
+usage: bench.py [--quick] [--only refit|rolling|cost|foremanctl|socket|upgrade|pulp|pgmajor] OUT.md
 The raw figures go to OUT.json beside the table.
 """
 import json
@@ -32,6 +32,7 @@ from downtime import downtime  # noqa: E402
 from socket_bench import render_socket, socket_contrast  # noqa: E402
 from upgrade_bench import render_upgrade, upgrade_contrast  # noqa: E402
 from pulp_bench import pulp_contrast, render_pulp  # noqa: E402
+from pg_major_bench import pg_major_contrast, render_pg_major  # noqa: E402
 
 
 def log(msg):
@@ -45,14 +46,19 @@ def sh(args, timeout=600, check=True):
     return p
 
 
+# The test host the scenarios run on; scenario 8 runs on another host of the bed as well
+# (REFIT_BENCH_HOST=th2), beside a scenario on th1.
+HOST = os.environ.get("REFIT_BENCH_HOST", "th1")
+
+
 def host(cmd, timeout=300):
-    return sh([TB, "exec", "th1", "bash", "-c", cmd], timeout=timeout).stdout
+    return sh([TB, "exec", HOST, "bash", "-c", cmd], timeout=timeout).stdout
 
 
 def playbook(name, *args, check=True):
     """Runs a playbook; returns its wall time in seconds."""
     t0 = time.monotonic()
-    sh(["ansible-playbook", name, "-e", f"@{DEPLOYMENT}", "-e", "refit_hosts=th1", *args], check=check)
+    sh(["ansible-playbook", name, "-e", f"@{DEPLOYMENT}", "-e", f"refit_hosts={HOST}", *args], check=check)
     return time.monotonic() - t0
 
 
@@ -78,16 +84,16 @@ def module_calls(run):
     return out, calls
 
 
-def th1_setting(key):
-    """A variable of th1's line in the testbed inventory (refit_port_base, refit_testhost_pid)."""
+def host_setting(key):
+    """A variable of the host's line in the testbed inventory (refit_port_base, refit_testhost_pid)."""
     with open(os.path.join(RUN, "inventory.ini")) as f:
         for line in f:
-            if line.startswith("th1 "):
+            if line.startswith(f"{HOST} "):
                 return line.split(f"{key}=")[1].split()[0]
-    raise RuntimeError("th1 is not in the testbed inventory; run: tests/testbed/testbed.sh up th1")
+    raise RuntimeError(f"{HOST} is not in the testbed inventory; run: tests/testbed/testbed.sh up {HOST}")
 
 
-BASE = int(th1_setting("refit_port_base"))
+BASE = int(host_setting("refit_port_base"))
 PORTS = [BASE + 1, BASE + 2, BASE + 3, BASE + 4] + [int(f"{(BASE + 10) // 10}{i}") for i in (1, 2, 3)]
 
 
@@ -246,7 +252,7 @@ def module_cost(n, runs):
         "ss": {"units": [f"bench-{i}.service" for i in range(n)], "state": "started"},
         "rm": {"migrations": migrations},
     }
-    root = f"/proc/{th1_setting('refit_testhost_pid')}/root"
+    root = f"/proc/{host_setting('refit_testhost_pid')}/root"
     for k, v in args.items():
         with open(f"{root}/root/bench-{k}.json", "w") as f:
             json.dump(v, f)
@@ -368,6 +374,10 @@ def main():
         log("scenario 7: Pulp upgraded 3.121 -> 3.122 with its migrations, refit and the foremanctl way")
         results["pulp"] = pulp_contrast(sys.modules[__name__])
 
+    if want("pgmajor"):
+        log("scenario 8: PostgreSQL 15 -> 17, pg_upgrade copying and a dump, at two sizes")
+        results["pgmajor"] = pg_major_contrast(sys.modules[__name__], reps)
+
     if only:
         print(json.dumps(results, indent=1, default=str))
         # The new scenarios' sections alone, so a run of one of them has its table too.
@@ -452,12 +462,14 @@ def render(r):
 
 
 def render_new(r):
-    """Sections 6 and 7, where the run measured them."""
+    """Sections 6 to 8, where the run measured them."""
     lines = []
     if "upgrade" in r:
         lines += render_upgrade(r["upgrade"]) + [""]
     if "pulp" in r:
         lines += render_pulp(r["pulp"]) + [""]
+    if "pgmajor" in r:
+        lines += render_pg_major(r["pgmajor"]) + [""]
     return lines
 
 

@@ -68,10 +68,11 @@ struct Moved {
     systemd_calls: Vec<String>,
 }
 
-fn answer_moving(step: serde_json::Value, podman: FakePodman) -> Moved {
-    let dir = tempfile::tempdir().expect("tempdir");
-    crate::testing::put_file(dir.path(), "quadlet/db.container", INSTALLED);
-    let state = crate::state::StateDir::new(dir.path().join("state"));
+/// `db` installed on 15 in `dir`, its text on 17 staged by the run `upgrade`: the args of a
+/// step moving it.
+fn staged_move(dir: &std::path::Path, step: serde_json::Value) -> serde_json::Value {
+    crate::testing::put_file(dir, "quadlet/db.container", INSTALLED);
+    let state = crate::state::StateDir::new(dir.join("state"));
     let stage = crate::state::Stage {
         units: [(
             "db.container".to_string(),
@@ -84,12 +85,17 @@ fn answer_moving(step: serde_json::Value, podman: FakePodman) -> Moved {
         ..Default::default()
     };
     state.save_stage("upgrade", &stage).expect("stage");
-    let args = json!({
+    json!({
         "steps": [step],
         "stage": "upgrade",
-        "quadlet_dir": dir.path().join("quadlet"),
-        "state_dir": dir.path().join("state"),
-    });
+        "quadlet_dir": dir.join("quadlet"),
+        "state_dir": dir.join("state"),
+    })
+}
+
+fn answer_moving(step: serde_json::Value, podman: FakePodman) -> Moved {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = staged_move(dir.path(), step);
     // The database is installed and stopped already: a step that goes on has nothing to stop.
     let mut systemd = FakeSystemd::default();
     let props = [("LoadState", "loaded"), ("ActiveState", "inactive")]
@@ -211,6 +217,73 @@ fn too_little_disk_for_the_method_is_refused_before_anything_stops() {
         "link fits, so the step went on to copy the old cluster: {}",
         fits.out
     );
+}
+
+/// Units that want the database (refit writes `depends_on` as `Wants=`) stay up when it stops,
+/// and the first of them to restart (a worker whose database went away) pulls it up again, on
+/// the old volume, while the step copies it: they stop before it, and before the copy; the
+/// target that wants it for the boot does not.
+#[test]
+fn what_wants_the_database_stops_before_it_and_before_the_copy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = staged_move(dir.path(), json!({"unit": "db"}));
+    for (file, image) in [
+        ("app.container", "r/app:1"),
+        ("worker@.container", "r/app:1"),
+    ] {
+        crate::testing::put_file(
+            dir.path(),
+            &format!("quadlet/{file}"),
+            &format!("[Container]\nImage={image}\n"),
+        );
+    }
+    let mut sim = crate::testing::sim::SimHost::new(dir.path().join("quadlet"));
+    sim.add_image("r/pg:15", "id15");
+    sim.add_image("r/app:1", "app1");
+    sim.props.insert(
+        "db.service".into(),
+        vec![(
+            "WantedBy",
+            "multi-user.target app.service worker@1.service".into(),
+        )],
+    );
+    for u in ["app.service", "worker@1.service"] {
+        sim.props.insert(
+            u.into(),
+            vec![
+                ("Wants", "db.service".into()),
+                ("After", "db.service".into()),
+            ],
+        );
+    }
+    let running = ["db.service", "app.service", "worker@1.service"].map(String::from);
+    crate::systemd::Systemd::enqueue(&sim, crate::systemd::Job::Start, &running).expect("start");
+    sim.calls.lock().expect("calls").clear();
+    let mut podman = podman_with(15, 1000, 1_000_000, 17);
+    podman.calls = sim.calls.clone();
+    let out = respond_on(&spec::SPEC, dir.path(), &args, &sim, &podman, run_steps).out;
+    assert_eq!(out["failed"], json!(false), "{out}");
+    assert_eq!(
+        out["steps"][0]["stopped"],
+        json!(["worker@1.service", "app.service", "db.service"]),
+        "{out}"
+    );
+    let calls = sim.calls.lock().expect("calls").clone();
+    let at = |what: &str| calls.iter().position(|c| c.contains(what));
+    let copy = at("refit-data-step prepare").expect("the copy ran");
+    for u in ["app.service", "worker@1.service"] {
+        assert!(
+            at(&format!("stop {u}")).is_some_and(|i| i < copy),
+            "{u} stopped before the copy: {calls:?}"
+        );
+    }
+    assert!(
+        !calls.iter().any(|c| c.contains("multi-user.target")),
+        "{calls:?}"
+    );
+    for u in running {
+        assert_eq!(sim.active_state(&u), "inactive", "{u} stays down");
+    }
 }
 
 /// A prune of `db` with `keep`, its unit installed on `in_use`, after moves that left `old`

@@ -81,7 +81,7 @@ const RUN_OPTIONS: [OptionSpec; RUN] = [
     OptionSpec::new(
         "stop_first",
         Kind::Bool,
-        "Before a pending migration of a O(unit), stop that service and what depends on it, in reverse dependency order.\nThey are recorded in the stop record O(stop_record), so C(stop_services state=restored) brings back exactly what ran.\nNothing is stopped when nothing is pending.",
+        "Before a pending migration of a O(unit), stop that service and what depends on it (what requires it, binds to it or wants it, and would start it again; no target), in reverse dependency order.\nThey are recorded in the stop record O(stop_record), so C(stop_services state=restored) brings back exactly what ran.\nNothing is stopped when nothing is pending.",
     )
     .default(Default::Bool(false)),
     OptionSpec::new(

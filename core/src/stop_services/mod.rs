@@ -4,6 +4,7 @@
 //! The record is written *before* anything stops, and a later stop merges into it, so a run
 //! killed half-way still restores everything that ran before it.
 
+mod expand;
 mod order;
 pub mod spec;
 
@@ -14,7 +15,6 @@ use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
 use crate::time::Clock;
 use crate::unit::name::{NameError, validate_systemd_unit};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -213,7 +213,8 @@ pub struct Stopped {
 /// How a stop goes.
 #[derive(Debug, Clone, Copy)]
 pub struct StopOptions {
-    /// Also stop, first, every unit that depends on the named ones.
+    /// Also stop, first, every unit that depends on the named ones: what would go down with
+    /// them, and what wants them, which would start them again (`order::wanting`).
     pub dependents: bool,
     /// Skip a unit that does not exist instead of refusing the set.
     pub missing_ok: bool,
@@ -224,7 +225,7 @@ pub struct StopOptions {
     pub deadline: Duration,
 }
 
-/// Stops `names` (with their target members, and dependents if asked) in reverse dependency
+/// Stops `names` (with their target members, and dependents if asked: `expand`) in reverse dependency
 /// order, after merging the active ones into the stop record at `record_path`. In check mode it
 /// only says what it would stop.
 pub fn stop_set(
@@ -235,7 +236,7 @@ pub fn stop_set(
     how: &StopOptions,
 ) -> Result<Stopped, StopError> {
     let (check, start, deadline) = (how.check, how.start, how.deadline);
-    let set = expand(host.systemd, names, how)?;
+    let set = expand::expand(host.systemd, names, how)?;
     let order = stop_order(&set);
     let (active, already_inactive) = split_by_activity(&order, &set);
     if !check && !active.is_empty() {
@@ -331,70 +332,11 @@ fn unit_name(raw: &str) -> Result<String, NameError> {
     Ok(crate::unit::name::service_name(raw))
 }
 
-fn check_missing(set: &[UnitStatus], missing_ok: bool) -> Result<(), StopError> {
+pub(super) fn check_missing(set: &[UnitStatus], missing_ok: bool) -> Result<(), StopError> {
     match set.iter().find(|s| !s.exists()) {
         Some(m) if !missing_ok => Err(StopError::Missing(m.name.clone())),
         _ => Ok(()),
     }
-}
-
-/// The asked units, the members of asked targets, and (with `dependents`) everything that
-/// would go down with them, transitively. One `systemctl show` per layer.
-fn expand(
-    systemd: &dyn Systemd,
-    names: &[String],
-    how: &StopOptions,
-) -> Result<Vec<UnitStatus>, StopError> {
-    let (dependents, missing_ok) = (how.dependents, how.missing_ok);
-    let first = systemd.show(names)?;
-    check_missing(&first, missing_ok)?;
-    let mut set: Vec<UnitStatus> = first.into_iter().filter(UnitStatus::exists).collect();
-    let mut known: BTreeSet<String> = set.iter().map(|s| s.name.clone()).collect();
-    let mut frontier: Vec<UnitStatus> = set.clone();
-    let mut refused: BTreeSet<String> = BTreeSet::new();
-    while !frontier.is_empty() {
-        let mut next = BTreeSet::new();
-        for s in &frontier {
-            // A target's members, and a service's sockets, always go with it.
-            let mut members = s.list("ConsistsOf");
-            members.extend(s.list("TriggeredBy"));
-            for d in order::dependents(s) {
-                if known.contains(&d) {
-                    continue;
-                }
-                if dependents || members.contains(&d) {
-                    next.insert(d);
-                } else {
-                    refused.insert(d);
-                }
-            }
-        }
-        let next: Vec<String> = next
-            .into_iter()
-            .filter(|n| known.insert(n.clone()))
-            .collect();
-        frontier = systemd
-            .show(&next)?
-            .into_iter()
-            .filter(UnitStatus::exists)
-            .collect();
-        set.extend(frontier.iter().cloned());
-    }
-    if !refused.is_empty() {
-        let statuses = systemd.show(&refused.into_iter().collect::<Vec<_>>())?;
-        let active: Vec<String> = statuses
-            .iter()
-            .filter(|s| s.is_active())
-            .map(|s| s.name.clone())
-            .collect();
-        if !active.is_empty() {
-            return Err(StopError::ActiveDependents {
-                units: names.join(", "),
-                dependents: active.join(", "),
-            });
-        }
-    }
-    Ok(set)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

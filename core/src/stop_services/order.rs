@@ -6,12 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// The units `s` depends on for ordering: what it requires, binds to or starts after. A target
 /// also depends on its members (`ConsistsOf`, the other side of `PartOf`): they start before it.
 fn depends_on(s: &UnitStatus) -> BTreeSet<String> {
-    let mut d: BTreeSet<String> = ["Requires", "BindsTo", "After"]
-        .iter()
-        .flat_map(|k| s.list(k))
-        .collect();
-    d.extend(s.list("ConsistsOf"));
-    d
+    DEPENDS_ON.iter().flat_map(|k| s.list(k)).collect()
 }
 
 /// Start order: every unit after the units of the set it depends on, ties in name order.
@@ -40,12 +35,32 @@ pub fn stop_order(units: &[UnitStatus]) -> Vec<String> {
     sockets.into_iter().chain(rest).chain(targets).collect()
 }
 
+/// The properties `going_down_with` reads: the other side of `Requires=`, `BindsTo=` and
+/// `PartOf=`, and the sockets of a service.
+const GOING_DOWN_WITH: &[&str] = &["RequiredBy", "BoundBy", "ConsistsOf", "TriggeredBy"];
+/// The properties `wanting` reads: the other side of `Wants=` and `Upholds=`.
+const WANTING: &[&str] = &["WantedBy", "UpheldBy"];
+/// The properties `depends_on` reads.
+const DEPENDS_ON: &[&str] = &["Requires", "BindsTo", "After", "ConsistsOf"];
+
 /// The units that would go down with `s`: those that require it, bind to it, or are part of it,
 /// and the sockets that would start it again.
-pub fn dependents(s: &UnitStatus) -> Vec<String> {
-    ["RequiredBy", "BoundBy", "ConsistsOf", "TriggeredBy"]
+pub fn going_down_with(s: &UnitStatus) -> Vec<String> {
+    GOING_DOWN_WITH.iter().flat_map(|k| s.list(k)).collect()
+}
+
+/// The units that stay up when `s` stops, and start it again as they start: those that want
+/// it (refit writes `depends_on` as `Wants=`, so an update of `s` restarts nothing else) or
+/// uphold it. One that restarts on its own after `s` went away (`Restart=on-failure`) pulls
+/// `s` up again at once, in the middle of whatever the stop was for: a stop that must hold
+/// stops them too. Targets are left out: they start at boot or by hand, and
+/// `multi-user.target` wants every unit installed for the boot, so stopping it would stop the
+/// host's other services.
+pub fn wanting(s: &UnitStatus) -> Vec<String> {
+    WANTING
         .iter()
         .flat_map(|k| s.list(k))
+        .filter(|u| !u.ends_with(".target"))
         .collect()
 }
 
@@ -124,6 +139,37 @@ mod tests {
             stop_order(&units),
             ["api.socket", "api.service", "db.service"]
         );
-        assert_eq!(dependents(&units[0]), ["api.socket"]);
+        assert_eq!(going_down_with(&units[0]), ["api.socket"]);
+    }
+
+    /// A property not asked of `systemctl show` reads as empty on a real host, though the fakes
+    /// answer it: every one read here must be asked.
+    #[test]
+    fn every_property_read_here_is_asked_of_systemctl() {
+        for key in [GOING_DOWN_WITH, WANTING, DEPENDS_ON].concat() {
+            assert!(
+                crate::systemd::PROPERTIES.contains(&key),
+                "{key} is read but never asked"
+            );
+        }
+    }
+
+    /// What wants a unit starts it again, so a stop that must hold takes it down too; the
+    /// targets that want it for the boot stay.
+    #[test]
+    fn what_wants_a_unit_is_named_but_never_a_target() {
+        let db = unit(
+            "db.service",
+            &[
+                ("WantedBy", "multi-user.target worker@1.service api.service"),
+                ("UpheldBy", "keeper.service"),
+                ("RequiredBy", "app.service"),
+            ],
+        );
+        assert_eq!(
+            wanting(&db),
+            ["worker@1.service", "api.service", "keeper.service"]
+        );
+        assert_eq!(going_down_with(&db), ["app.service"]);
     }
 }

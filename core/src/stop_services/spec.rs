@@ -19,7 +19,7 @@ pub static OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
         "dependents",
         Kind::Bool,
-        "Also stop the units that C(Requires), C(BindsTo) or are C(PartOf) these, transitively.\nWithout it, an active dependent is an error, since systemd would stop it anyway.",
+        "Also stop the units that C(Requires), C(BindsTo), C(Wants) or C(Upholds) these, or are C(PartOf) them, transitively, so that none starts them again while they are down (a unit that wants a stopped one starts it with its own start, a restart on failure included). Targets that want them (C(multi-user.target) for the boot) stay.\nWithout it, an active unit that requires, binds to or is part of these is an error, since systemd would stop it anyway; one that only wants them is left running.",
     )
     .default(Default::Bool(false)),
     OptionSpec::new("timeout", Kind::Int, "Seconds for the whole set to stop or start; past it the task fails naming the units still waiting.").default(Default::Int(90)).max(crate::ansible::spec::TIMEOUT_MAX),

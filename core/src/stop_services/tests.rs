@@ -40,6 +40,17 @@ impl Bed {
         respond(&SPEC, &path, |p, inv| run(p, inv, &host))
     }
 
+    /// Stops db with its dependents, which must be app then db.
+    fn stop_db_and_its_dependents(&self) {
+        let out = self.run(json!({"services": ["db"], "dependents": true}));
+        assert_eq!(out["failed"], json!(false), "{out}");
+        assert_eq!(
+            out["stopped"],
+            json!(["app.service", "db.service"]),
+            "{out}"
+        );
+    }
+
     fn calls(&self) -> Vec<String> {
         std::mem::take(&mut *self.sim.calls.lock().expect("calls"))
     }
@@ -54,13 +65,7 @@ impl Bed {
 #[test]
 fn dependents_stop_first_and_restored_brings_back_exactly_what_ran_in_start_order() {
     let bed = Bed::new(&[]);
-    let out = bed.run(json!({"services": ["db"], "dependents": true}));
-    assert_eq!(out["failed"], json!(false), "{out}");
-    assert_eq!(
-        out["stopped"],
-        json!(["app.service", "db.service"]),
-        "{out}"
-    );
+    bed.stop_db_and_its_dependents();
     assert_eq!(
         bed.calls(),
         [
@@ -110,6 +115,45 @@ fn an_active_dependent_is_refused_before_anything_stops() {
     assert!(msg.contains("app.service would be stopped too"), "{msg}");
     assert!(bed.calls().is_empty());
     assert!(bed.record().is_none());
+}
+
+/// app wants db (refit's `depends_on`) instead of requiring it, and multi-user.target wants db
+/// for the boot: with `dependents`, app stops before db, since its next start would start db
+/// again; the target stays. Without, app is no reason to refuse: systemd leaves it running.
+#[test]
+fn what_wants_a_unit_stops_first_with_dependents_and_no_target_does() {
+    let wanting = |bed: &mut Bed| {
+        bed.sim.props.insert(
+            "db.service".into(),
+            vec![("WantedBy", "multi-user.target app.service".into())],
+        );
+        bed.sim.props.insert(
+            "app.service".into(),
+            vec![
+                ("Wants", "db.service".into()),
+                ("After", "db.service".into()),
+            ],
+        );
+    };
+    let mut bed = Bed::new(&[]);
+    wanting(&mut bed);
+    bed.stop_db_and_its_dependents();
+    assert!(
+        !bed.calls().iter().any(|c| c.contains("multi-user.target")),
+        "the boot's target is never stopped"
+    );
+    let record = bed.record().expect("a stop record");
+    assert_eq!(
+        record["active_before"],
+        json!(["app.service", "db.service"])
+    );
+
+    let mut bed = Bed::new(&[]);
+    wanting(&mut bed);
+    let out = bed.run(json!({"services": ["db"]}));
+    assert_eq!(out["failed"], json!(false), "{out}");
+    assert_eq!(out["stopped"], json!(["db.service"]), "{out}");
+    assert_eq!(bed.sim.active_state("app.service"), "active");
 }
 
 #[test]

@@ -6,7 +6,7 @@ mod show;
 mod systemctl;
 
 pub use remembered::Remembered;
-pub use show::{UnitStatus, parse_show};
+pub use show::{PROPERTIES, UnitStatus, parse_show};
 pub use systemctl::Systemctl;
 
 #[derive(Debug, thiserror::Error)]

@@ -23,6 +23,8 @@ pub const PROPERTIES: &[&str] = &[
     "ConsistsOf",
     "RequiredBy",
     "BoundBy",
+    "WantedBy",
+    "UpheldBy",
     "TriggeredBy",
     "After",
     "Before",
