@@ -53,6 +53,15 @@ pub fn wait_converged(
     exp: &Expectation,
 ) -> Result<Converged, WaitError> {
     let start = clock.now();
+    let waiting_for = if exp.needs_health {
+        "be healthy"
+    } else {
+        "run"
+    };
+    let _step = crate::progress::step(
+        format!("waiting for {} to {waiting_for}", exp.service),
+        Some(exp.timeout),
+    );
     let fail = |why: String| WaitError::NotConverged {
         service: exp.service.clone(),
         why,
