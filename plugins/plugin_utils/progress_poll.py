@@ -81,7 +81,7 @@ def read_poll(stdout):
         return [], 0, None, None
     head = stdout[:at]
     rest = stdout[at + 1 + len(MARK):]
-    state, _, result = rest.partition("\n")
+    state, _sep, result = rest.partition("\n")
     whole = head[: head.rfind("\n") + 1]
     events = []
     for line in whole.splitlines():

@@ -40,8 +40,8 @@ class PollScript(unittest.TestCase):
     def hold_live(self):
         """A worker at work: a process that holds `live` locked, as detach.rs does."""
         self.holder = subprocess.Popen(["flock", str(self.dir / "live"), "sleep", "30"])
-        for _ in range(100):
-            if subprocess.run(["flock", "-n", str(self.dir / "live"), "true"]).returncode != 0:
+        for _try in range(100):
+            if subprocess.run(["flock", "-n", str(self.dir / "live"), "true"], check=False).returncode != 0:
                 return
             time.sleep(0.02)
         self.fail("the lock was never taken")
@@ -62,7 +62,7 @@ class PollScript(unittest.TestCase):
         self.assertEqual(([e["line"] for e in events], state, result), (["pulling app:1.1"], "running", None))
         with open(self.dir / "events", "w") as f:
             f.write(event("pulling app:1.1", "begin") + event("pulling app:1.1 (3 s)"))
-        events, more, state, _ = self.look(read)
+        events, more, state, _result = self.look(read)
         self.assertEqual([e["line"] for e in events], ["pulling app:1.1 (3 s)"])
         self.assertEqual(read + more, os.path.getsize(self.dir / "events"))
         self.assertEqual(self.look(read + more)[:3], ([], 0, "running"))
@@ -71,7 +71,7 @@ class PollScript(unittest.TestCase):
         (self.dir / "events").write_text(event("migrating api: done in 4.0 s", "end"))
         result = {"changed": True, "failed": False, "msg": "two\nlines"}
         (self.dir / "result").write_text(json.dumps(result) + "\n")
-        events, _, state, text = self.look(0)
+        events, _read, state, text = self.look(0)
         self.assertEqual((len(events), state, json.loads(text)), (1, "done", result))
 
     def test_a_worker_that_let_go_without_a_result_is_gone(self):
@@ -80,7 +80,7 @@ class PollScript(unittest.TestCase):
 
     def test_a_terminal_s_crlf_reads_as_newlines_with_the_same_offsets(self):
         out = event("a") + event("b") + "\n" + poll.MARK + "running\n"
-        events, read, state, _ = poll.read_poll(out.replace("\n", "\r\n"))
+        events, read, state, _result = poll.read_poll(out.replace("\n", "\r\n"))
         self.assertEqual((len(events), read, state), (2, len(event("a") + event("b")), "running"))
 
     def test_output_that_is_not_a_look_has_no_state(self):
