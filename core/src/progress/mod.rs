@@ -2,7 +2,8 @@
 //!
 //! Code that may take long opens a `Step` (`step("pulling app:1.1", None)`) and drops it when
 //! done. Inside a module call that may detach (ansible/detach.rs), each step becomes JSON lines
-//! (`Event`): its begin, a tick every few seconds while it lasts, and its end. Until the call
+//! (`Event`): its begin, a tick every few seconds while it lasts, and its end; a `note` is one
+//! line for a moment inside a step (a service started, its health check passed). Until the call
 //! detaches they are held in memory; after, they go to the run dir's `events` file, which the
 //! controller's action reads every quarter second (plugins/plugin_utils/progress_poll.py).
 //! Anywhere else (a unit test, a call in check mode, refitctl) a step records nothing.
@@ -39,6 +40,13 @@ pub fn step(what: impl Into<String>, limit: Option<Duration>) -> Step {
         .as_mut()
         .map(|r| r.begin(what.into(), limit, Instant::now()));
     Step { id }
+}
+
+/// One line for a moment seen inside a step ("api started"), shown as it is recorded.
+pub fn note(what: impl Into<String>) {
+    if let Some(r) = recorder().as_mut() {
+        r.note(what.into(), Instant::now());
+    }
 }
 
 impl Drop for Step {

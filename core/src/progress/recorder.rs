@@ -33,6 +33,8 @@ pub enum Kind {
     Begin,
     Tick,
     End,
+    /// A moment, not a step: a service started, a health check passed.
+    Note,
 }
 
 /// A step that has begun and not ended.
@@ -103,6 +105,18 @@ impl Recorder {
         }
     }
 
+    /// A moment worth a line of its own ("api started"), as it is seen.
+    pub fn note(&mut self, what: String, now: Instant) {
+        let moment = Open {
+            id: 0,
+            what,
+            limit: None,
+            since: now,
+            last_line: now,
+        };
+        self.record(&moment, Kind::Note, now);
+    }
+
     /// A tick for each open step that has been quiet for `TICK_EVERY`.
     pub fn tick(&mut self, now: Instant) {
         let mut open = std::mem::take(&mut self.open);
@@ -168,7 +182,7 @@ fn event(o: &Open, kind: Kind, now: Instant, since_start: Duration) -> Event {
     let elapsed = now.duration_since(o.since);
     let limit_s = o.limit.map(|l| l.as_secs());
     let line = match (kind, limit_s) {
-        (Kind::Begin, _) => o.what.clone(),
+        (Kind::Begin | Kind::Note, _) => o.what.clone(),
         (Kind::Tick, None) => format!("{} ({} s)", o.what, elapsed.as_secs()),
         (Kind::Tick, Some(l)) => format!("{} ({} s of {l})", o.what, elapsed.as_secs()),
         (Kind::End, _) => format!("{}: done in {:.1} s", o.what, elapsed.as_secs_f64()),
@@ -249,6 +263,31 @@ mod tests {
         let ticks: Vec<_> = held.iter().filter(|l| l.contains("\"tick\"")).collect();
         assert_eq!(ticks.len(), 3, "at 3, 6 and 9 s: {held:?}");
         assert!(ticks[2].contains("migrating api (9 s)"), "{}", ticks[2]);
+    }
+
+    #[test]
+    fn a_note_is_one_line_at_once_and_leaves_open_steps_alone() {
+        let t0 = Instant::now();
+        let mut r = Recorder::new(t0);
+        let wait = r.begin("waiting for api to be healthy".into(), None, t0);
+        r.note("api started".into(), t0 + Duration::from_millis(700));
+        r.end(wait, t0 + Duration::from_secs(2));
+        let Out::Held(held) = &r.out else {
+            panic!("held")
+        };
+        let events: Vec<Event> = held
+            .iter()
+            .map(|l| serde_json::from_str(l).expect("an event per line"))
+            .collect();
+        let note = &events[1];
+        assert_eq!(
+            (note.kind, note.at_ms, note.line.as_str()),
+            (Kind::Note, 700, "api started")
+        );
+        assert_eq!(
+            events[2].line,
+            "waiting for api to be healthy: done in 2.0 s"
+        );
     }
 
     #[test]
