@@ -16,11 +16,15 @@ pub struct Host<'a> {
 }
 
 impl<'a> Host<'a> {
-    /// This machine: systemctl, the given podman API connection, the registries as podman's
+    /// This machine: the scope's systemctl, the given podman API connection, the registries as podman's
     /// own settings describe them, and the system clock.
-    pub fn real(podman: &'a dyn Podman, registry: &'a HttpRegistry) -> Self {
+    pub fn real(
+        podman: &'a dyn Podman,
+        registry: &'a HttpRegistry,
+        systemd: &'a Systemctl,
+    ) -> Self {
         Host {
-            systemd: &Systemctl,
+            systemd,
             podman,
             registry,
             clock: &SystemClock,

@@ -19,6 +19,7 @@ pub mod quadlet;
 pub mod reference;
 pub mod registry;
 pub mod results;
+pub mod scope;
 pub mod state;
 pub mod stop_services;
 pub mod systemd;

@@ -166,9 +166,15 @@ pub struct Common {
     /// max_fail_percentage) [default: 0]; never remembered
     #[arg(long, value_name = "PCT", value_parser = clap::value_parser!(u8).range(0..=100))]
     pub max_fail_percentage: Option<u8>,
-    /// Where refitctl remembers its parameters [default: /var/lib/refit/refitctl, or $REFITCTL_STATE_DIR]
+    /// Where refitctl remembers its parameters [default: /var/lib/refit/refitctl, for
+    /// --scope-user USER /var/lib/refit/refitctl-user-USER, or $REFITCTL_STATE_DIR]
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// The services of this user (its systemd manager, quadlet dir, podman socket and state
+    /// dir), not root's: the flows run with refit_scope=user. Each user, and root, has its own
+    /// remembered parameters and lock, so their runs never wait for each other
+    #[arg(long, value_name = "USER", value_parser = user_name)]
+    pub scope_user: Option<String>,
 }
 
 impl Command {
@@ -199,4 +205,19 @@ pub enum Remembered {
     Serial,
     /// The stream an upgrade moved to: the deployment file's own applies again.
     Stream,
+}
+
+/// A user name as shadow-utils takes it; it also names a dir, so nothing else is let through.
+fn user_name(s: &str) -> Result<String, String> {
+    let ok = s.len() <= 32
+        && s.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "{s:?} is not a user name; give one like `app` (lower-case letters, digits, _ and -)"
+        ))
+    }
 }

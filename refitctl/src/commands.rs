@@ -39,6 +39,11 @@ pub fn run(command: &Command, log: &RunLog) -> Result<Ending, CtlError> {
         .map_err(refit_core::state::StateError::from)?;
     crate::guard::remove_stale_events(&state_dir);
     let mut extra = Map::new();
+    // Not remembered: it chooses which memory (state_dir) applies.
+    if let Some(user) = &common.scope_user {
+        extra.insert("refit_scope".into(), Value::from("user"));
+        extra.insert("refit_scope_user".into(), Value::from(user.as_str()));
+    }
     // Not remembered, like --limit: a canary is a choice for one run.
     if let Some(c) = &common.canary {
         extra.insert("refit_canary_hosts".into(), Value::from(c.as_str()));
@@ -240,7 +245,13 @@ fn state_dir(common: &Common) -> PathBuf {
         .state_dir
         .clone()
         .or_else(|| std::env::var_os("REFITCTL_STATE_DIR").map(PathBuf::from))
-        .unwrap_or_else(|| Path::new(refit_core::state::DEFAULT_STATE_DIR).join("refitctl"))
+        .unwrap_or_else(|| {
+            let name = match &common.scope_user {
+                Some(user) => format!("refitctl-user-{user}"),
+                None => "refitctl".to_string(),
+            };
+            Path::new(refit_core::state::DEFAULT_STATE_DIR).join(name)
+        })
 }
 
 /// The flow a command runs, if it runs one.

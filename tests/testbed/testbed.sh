@@ -38,10 +38,11 @@ REGISTRY=127.0.0.1:5000
 LOGIN_REGISTRY=127.0.0.1:5001
 # A registry over TLS, its certificate from a CA of the bed's own that hosts trust by certs.d only.
 TLS_REGISTRY=127.0.0.1:5002
-ROOTFS=$CACHE/rootfs-trixie
+# Bump when the rootfs recipe below changes: each recipe has its own dir, so a bed still running
+# on the previous one keeps its lower dir while the new one is built beside it.
+ROOTFS_RECIPE=5
+ROOTFS=$CACHE/rootfs-trixie-$ROOTFS_RECIPE
 VENV=$CACHE/venv
-# Bump when the rootfs recipe below changes, so cached rootfs are rebuilt.
-ROOTFS_RECIPE=4
 # ansible-core 2.20+ needs Python 3.12; this machine has 3.11.
 # cryptography 51 deprecates DSA, and ansible-core 2.19 imports its DSA names at every start (its
 # ssh-agent support): each ansible-playbook, and so each refitctl command, would print a
@@ -129,7 +130,7 @@ build_rootfs() {
     log "rootfs: debootstrap trixie into $ROOTFS (about a minute)"
     rm -rf "$ROOTFS" "$ROOTFS.partial"
     debootstrap --variant=minbase \
-        --include=systemd,systemd-sysv,dbus,podman,python3,iproute2,procps,ca-certificates,curl,openssh-server \
+        --include=systemd,systemd-sysv,dbus,podman,python3,iproute2,procps,ca-certificates,curl,openssh-server,uidmap,passt,libpam-systemd,dbus-user-session \
         trixie "$ROOTFS.partial" "$(debian_mirror)" > "$CACHE/debootstrap.log" 2>&1 ||
         die "debootstrap failed; see $CACHE/debootstrap.log"
     local r=$ROOTFS.partial
@@ -155,6 +156,15 @@ EOF
     # Every host serves the podman API, the way refit's modules reach podman.
     mkdir -p "$r/etc/systemd/system/sockets.target.wants"
     ln -sf /usr/lib/systemd/system/podman.socket "$r/etc/systemd/system/sockets.target.wants/podman.socket"
+    # User `app` runs rootless services (issue 39): linger, so its manager starts at boot with no
+    # login; subuid/subgid, so its images' users map; its own podman.socket, as root's is above.
+    chroot "$r" useradd --create-home --uid 1001 --user-group --shell /bin/sh app
+    printf 'app:200000:65536\n' > "$r/etc/subuid"
+    printf 'app:200000:65536\n' > "$r/etc/subgid"
+    mkdir -p "$r/var/lib/systemd/linger" "$r/home/app/.config/systemd/user/sockets.target.wants"
+    touch "$r/var/lib/systemd/linger/app"
+    ln -sf /usr/lib/systemd/user/podman.socket "$r/home/app/.config/systemd/user/sockets.target.wants/podman.socket"
+    chroot "$r" chown -R app:app /home/app/.config
     # Quiet, fast boots.
     for u in apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer fstrim.timer e2scrub_all.timer \
         systemd-networkd-wait-online.service; do
@@ -355,7 +365,7 @@ push_images() {
     build_image 0.0.0 stubborn 1 $r/stubborn:latest
 }
 
-pulp_images() { CACHE=$CACHE RUN=$RUN REGISTRY=$REGISTRY CONTAINERS_CONF=$HOST_CONTAINERS_CONF "$REPO/tests/testbed/pulp/build.sh"; }
+pulp_images() { ROOTFS=$ROOTFS CACHE=$CACHE RUN=$RUN REGISTRY=$REGISTRY CONTAINERS_CONF=$HOST_CONTAINERS_CONF "$REPO/tests/testbed/pulp/build.sh"; }
 
 host_dir() { echo "$RUN/hosts/$1"; }
 ssh_port_conf() { echo "$(host_dir "$1")/root/etc/ssh/sshd_config.d/60-testbed-port.conf"; }
@@ -382,8 +392,13 @@ leader_pid() { pgrep -P "$(cat "$(host_dir "$1")/nspawn.pid")" 2>/dev/null | hea
 boot_host() {
     local name=$1 d cg
     d=$(host_dir "$name")
-    mkdir -p "$d"/{upper,work,root,containers}
+    mkdir -p "$d"/{upper,work,root,containers,app-containers}
     mountpoint -q "$d/root" || mount -t overlay overlay -o "lowerdir=$ROOTFS,upperdir=$d/upper,workdir=$d/work" "$d/root"
+    # User app's podman storage, like root's, cannot sit on the overlay: a dir of its own,
+    # owned by app, under a home whose dirs are app's (nspawn would make missing ones root's).
+    chown 1001:1001 "$d/app-containers"
+    install -d -o 1001 -g 1001 "$d/root/home/app/.local" "$d/root/home/app/.local/share" \
+        "$d/root/home/app/.local/share/containers"
     echo "$name" > "$d/root/etc/hostname"
     # A host named np* has no Python (issue 18): removed in its merged view, the files become
     # whiteouts in its upper layer, so `python3` is not found there at all and only refit's own
@@ -409,7 +424,8 @@ boot_host() {
         export SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1
         exec systemd-nspawn --boot --register=no --keep-unit --console=read-only --machine="$name" \
             --system-call-filter='bpf keyctl add_key request_key' --capability=CAP_NET_ADMIN \
-            --bind="$d/containers:/var/lib/containers" -D "$d/root" < /dev/null > "$d/console.log" 2>&1
+            --bind="$d/containers:/var/lib/containers" \
+            --bind="$d/app-containers:/home/app/.local/share/containers" -D "$d/root" < /dev/null > "$d/console.log" 2>&1
     ) &
     echo $! > "$d/nspawn.pid"
 }

@@ -79,10 +79,14 @@ where
 
 /// The state dir of a call that may detach: the action follows its progress, it is not in check
 /// mode (which writes nothing, not even a run dir), and its parameters are valid (bad input is
-/// refused before anything starts).
+/// refused before anything starts). A call for a user's services runs undetached: its run dir
+/// would be made in root's state dir before the call becomes the user, who could not write it.
 fn detachable(spec: &ModuleSpec, path: &Path, text: &str) -> Option<PathBuf> {
     let mut args = parse_args(text, path).ok()?;
-    if !args.inv.progress || args.inv.check_mode {
+    if !args.inv.progress || args.inv.check_mode || !rustix::process::geteuid().is_root() {
+        return None;
+    }
+    if args.params.get("scope").and_then(serde_json::Value::as_str) == Some("user") {
         return None;
     }
     if args.ignore_unknown {

@@ -28,6 +28,8 @@ pub struct Invocation {
     /// The controller's action follows the call's progress (`_refit_progress`): a call that
     /// lasts may detach (ansible/detach.rs).
     pub progress: bool,
+    /// Whose services the call manages (`scope`, `scope_user`), resolved once by the driver.
+    pub scope: crate::scope::Scope,
 }
 
 /// Set to any value, the driver panics inside the module body. It exists to prove, in tests,
@@ -199,7 +201,8 @@ where
     if ignore_unknown {
         raw.retain(|k, _| spec.option(k).is_some());
     }
-    let params = match validate(spec, &raw) {
+    crate::scope::Scope::drop_empty_places(&mut raw);
+    let mut params = match validate(spec, &raw) {
         Ok(p) => p,
         Err(e) => {
             // The parameters did not validate, so mask whatever their no_log keys hold.
@@ -208,6 +211,11 @@ where
             return json;
         }
     };
+    let mut inv = inv;
+    match enter_scope(spec, &raw, &mut params, &inv) {
+        Ok(scope) => inv.scope = scope,
+        Err(e) => return failure_json(&e.to_string()),
+    }
     let mut secrets = secrets(spec.options, &params);
     if let Some(r) = crate::progress::recorder().as_mut() {
         r.mask_with(with_escaped_forms(secrets.clone()));
@@ -247,15 +255,53 @@ where
     };
     mask(&mut json, &with_escaped_forms(secrets));
     // Not in check mode, and not for a call that failed (bad input touches nothing on the host).
+    // A call that became its scope's user kept its copy before (enter_scope).
     let kept = !inv.check_mode && json.get("failed") == Some(&Value::Bool(false));
-    if let Some(name) = inv.keep_as.as_deref().filter(|_| kept) {
-        // Best effort: a host that cannot keep a copy runs every call the usual way.
-        match super::keep::keep_self(spec.name, name, Path::new(super::keep::KEEP_DIR)) {
-            Ok(kept) => tracing::debug!(kept, "{name} kept in {}", super::keep::KEEP_DIR),
-            Err(e) => tracing::debug!("{e}"),
-        }
+    if kept && !inv.scope.switches_user() {
+        keep(spec, &inv);
     }
     json
+}
+
+/// The call's scope: its places filled into `params` where the caller gave none, its
+/// preflight passed, the process become its user when root acts for one, and a user's podman
+/// socket started when it is missing. The copy of
+/// this binary is kept first, while the process is still the one the controller runs it as.
+fn enter_scope(
+    spec: &ModuleSpec,
+    raw: &Map<String, Value>,
+    params: &mut Map<String, Value>,
+    inv: &Invocation,
+) -> Result<crate::scope::Scope, crate::scope::ScopeError> {
+    if spec.option("scope").is_none() {
+        return Ok(crate::scope::Scope::System);
+    }
+    let scope = crate::scope::Scope::of_params(params)?;
+    scope.fill_places(raw, params);
+    scope.preflight()?;
+    if scope.switches_user() {
+        if !inv.check_mode {
+            keep(spec, inv);
+        }
+        scope.enter()?;
+    }
+    let socket = params.get("podman_socket").and_then(Value::as_str);
+    if let Some(socket) = socket.filter(|_| !inv.check_mode) {
+        scope.start_podman_socket(Path::new(socket))?;
+    }
+    Ok(scope)
+}
+
+/// Keeps a copy of this binary when the controller's action asked. Best effort: a host that
+/// cannot keep one runs every call the usual way.
+fn keep(spec: &ModuleSpec, inv: &Invocation) {
+    let Some(name) = inv.keep_as.as_deref() else {
+        return;
+    };
+    match super::keep::keep_self(spec.name, name, Path::new(super::keep::KEEP_DIR)) {
+        Ok(kept) => tracing::debug!(kept, "{name} kept in {}", super::keep::KEEP_DIR),
+        Err(e) => tracing::debug!("{e}"),
+    }
 }
 
 fn print_text(text: &str) -> ExitCode {

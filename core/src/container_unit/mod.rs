@@ -15,6 +15,7 @@ mod fetch;
 mod inputs;
 mod links;
 mod observe;
+pub mod ports;
 mod prepare;
 mod references;
 mod report;
@@ -141,6 +142,8 @@ pub enum UnitError {
         "give the unit's options inside each `units` entry, not beside `units` ({0} was given at the top level)"
     )]
     MixedUnits(&'static str),
+    #[error(transparent)]
+    Scope(#[from] crate::scope::ScopeError),
     #[error("max_parallel must be at least 1")]
     MaxParallel,
     #[error("keep_revisions must be from 1 to {max}; {0} was given", max = crate::state::MAX_KEEP_REVISIONS)]
@@ -250,6 +253,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     // Validated with the placeholder key first: bad input is refused before the state dir is
     // touched, even to create the host key.
     validate(&p)?;
+    ports::refuse_privileged(&p, &inv.scope)?;
     let key = secrets::SecretKey::load(&state, !inv.check_mode)?;
     let targets = target::targets(&p, &key)?;
     let _lock = if inv.check_mode {
@@ -471,7 +475,8 @@ pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, UnitError> {
     let podman = crate::podman::PodmanApi::connect(&p.podman_socket)?
         .with_pull_timeout(Duration::from_secs(p.timeout))
         .with_registry_auth(registry.pull_auth());
-    run(p, inv, &Host::real(&podman, &registry))
+    let systemd = crate::systemd::Systemctl::for_scope(&inv.scope);
+    run(p, inv, &Host::real(&podman, &registry, &systemd))
 }
 
 #[cfg(test)]

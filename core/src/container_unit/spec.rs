@@ -16,7 +16,7 @@ const STATES: &[&str] = &[
 ];
 
 const UNIT_COUNT: usize = 23;
-const RUN_COUNT: usize = 17;
+const RUN_COUNT: usize = 19;
 
 /// What describes one unit.
 pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
@@ -174,6 +174,8 @@ const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
     .default(Default::Bool(false)),
     OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live.").default(Default::Str("/etc/containers/systemd")),
     OptionSpec::new("run_id", Kind::Str, crate::state::RUN_ID_DOC),
+    crate::scope::SCOPE_OPTION,
+    crate::scope::SCOPE_USER_OPTION,
     OptionSpec::new("state_dir", Kind::Path, "refit's state dir, with the recent revisions of each unit and the lock.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
     OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str(crate::podman::DEFAULT_SOCKET)),
     OptionSpec::new(

@@ -197,7 +197,8 @@ pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, DataStepError
     validate(&p)?;
     let podman = crate::podman::PodmanApi::connect(&p.podman_socket)?;
     let registry = crate::registry::HttpRegistry::from_host();
-    run_steps(p, inv, &Host::real(&podman, &registry))
+    let systemd = crate::systemd::Systemctl::for_scope(&inv.scope);
+    run_steps(p, inv, &Host::real(&podman, &registry, &systemd))
 }
 
 #[cfg(test)]

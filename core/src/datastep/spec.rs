@@ -49,7 +49,7 @@ const STEP_OPTIONS: [OptionSpec; 7] = [
     .default(Default::Str("stages")),
 ];
 
-const OPTIONS: [OptionSpec; 8] = [
+const OPTIONS: [OptionSpec; 10] = [
     OptionSpec::new(
         "steps",
         Kind::List(Elem::Dict),
@@ -76,6 +76,8 @@ const OPTIONS: [OptionSpec; 8] = [
     .default(Default::Int(1800))
     .max(crate::ansible::spec::TIMEOUT_MAX),
     OptionSpec::new("run_id", Kind::Str, crate::state::RUN_ID_DOC),
+    crate::scope::SCOPE_OPTION,
+    crate::scope::SCOPE_USER_OPTION,
     OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live.")
         .default(Default::Str("/etc/containers/systemd")),
     OptionSpec::new("state_dir", Kind::Path, "refit's state dir.")

@@ -261,7 +261,7 @@ fn begin(
 ) -> Result<Outcome, FlowError> {
     let p = cx.p;
     let (flow, stream, run_id) = (&cx.flow, &cx.stream, &cx.run_id);
-    let reads = plan::validate_all(p, flow)?;
+    let reads = plan::validate_all(p, flow, &inv.scope)?;
     // The health check's look at systemd also reads every unit the plan will, so the plan
     // needs no look of its own unless something changed in between.
     let remembered = Remembered::new(host.systemd, reads.services);
@@ -468,7 +468,8 @@ pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, FlowError> {
         .map_err(crate::container_unit::UnitError::from)?;
     let podman = crate::podman::PodmanApi::connect(&p.podman_socket)?
         .with_registry_auth(registry.pull_auth());
-    run(p, inv, &Host::real(&podman, &registry))
+    let systemd = crate::systemd::Systemctl::for_scope(&inv.scope);
+    run(p, inv, &Host::real(&podman, &registry, &systemd))
 }
 
 #[cfg(test)]

@@ -115,11 +115,17 @@ fn through_spec<T: serde::de::DeserializeOwned>(
 
 /// Judges the units and migrations without touching the host, and says what the plan of
 /// every unit will read of it (nothing without units).
-pub fn validate_all(p: &Params, flow: &str) -> Result<container_unit::Reads, FlowError> {
+pub fn validate_all(
+    p: &Params,
+    flow: &str,
+    scope: &crate::scope::Scope,
+) -> Result<container_unit::Reads, FlowError> {
     if !wanted(p) {
         return Ok(container_unit::Reads::default());
     }
-    let reads = container_unit::validate(&unit_params(p, flow, None)?)?;
+    let units = unit_params(p, flow, None)?;
+    let reads = container_unit::validate(&units)?;
+    container_unit::ports::refuse_privileged(&units, scope)?;
     if !p.migrations.is_empty() {
         migrate::validate(&migrate_params(p, flow)?)?;
     }

@@ -54,6 +54,8 @@ pub static OPTIONS: &[OptionSpec] = &[
     ),
     OptionSpec::new("recovered", Kind::Bool, "With C(end), whether the run's recovery put everything back.").default(Default::Bool(false)),
     OptionSpec::new("image_store", Kind::Path, "Where podman keeps images.").default(Default::Str("/var/lib/containers/storage")),
+    crate::scope::SCOPE_OPTION,
+    crate::scope::SCOPE_USER_OPTION,
     OptionSpec::new("state_dir", Kind::Path, "refit's state dir, with the stream in use and the run lease.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
     OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str(crate::podman::DEFAULT_SOCKET)),
     OptionSpec::new(

@@ -790,7 +790,8 @@ pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, MigrateError>
     validate(&p)?;
     let podman = crate::podman::PodmanApi::connect(&p.podman_socket)?;
     let registry = crate::registry::HttpRegistry::from_host();
-    run(p, inv, &Host::real(&podman, &registry))
+    let systemd = crate::systemd::Systemctl::for_scope(&inv.scope);
+    run(p, inv, &Host::real(&podman, &registry, &systemd))
 }
 
 #[cfg(test)]

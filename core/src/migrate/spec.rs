@@ -4,7 +4,7 @@ use crate::ansible::spec::join;
 use crate::ansible::{Default, Elem, Kind, ModuleSpec, OptionSpec, Rules};
 
 const ONE: usize = 9;
-const RUN: usize = 14;
+const RUN: usize = 16;
 
 /// A migration's `backup`, run in a one-off container before the migration.
 const BACKUP_OPTIONS: [OptionSpec; 9] = [
@@ -121,6 +121,8 @@ const RUN_OPTIONS: [OptionSpec; RUN] = [
     .default(Default::Int(super::DEFAULT_MIN_HEALTHY_TIME)),
     OptionSpec::new("quadlet_dir", Kind::Path, "Where quadlet units live.").default(Default::Str("/etc/containers/systemd")),
     OptionSpec::new("run_id", Kind::Str, crate::state::RUN_ID_DOC),
+    crate::scope::SCOPE_OPTION,
+    crate::scope::SCOPE_USER_OPTION,
     OptionSpec::new("state_dir", Kind::Path, "refit's state dir, with the migration stamps and the lock.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
     OptionSpec::new("podman_socket", Kind::Path, "The podman API socket.").default(Default::Str(crate::podman::DEFAULT_SOCKET)),
 ];

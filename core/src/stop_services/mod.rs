@@ -526,8 +526,9 @@ fn save_record(path: &std::path::Path, rec: &StopRecord) -> Result<(), StateErro
 
 /// Runs the module against this host.
 pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, StopError> {
+    let systemd = crate::systemd::Systemctl::for_scope(&inv.scope);
     let host = Host {
-        systemd: &crate::systemd::Systemctl,
+        systemd: &systemd,
         clock: &crate::time::SystemClock,
     };
     run(p, inv, &host)

@@ -27,6 +27,8 @@ pub static OPTIONS: &[OptionSpec] = &[
     OptionSpec::new("record", Kind::Str, "The name of the stop record, so several flows can keep their own.")
         .default(Default::Str("default")),
     OptionSpec::new("run_id", Kind::Str, crate::state::RUN_ID_DOC),
+    crate::scope::SCOPE_OPTION,
+    crate::scope::SCOPE_USER_OPTION,
     OptionSpec::new("state_dir", Kind::Path, "refit's state dir.").default(Default::Str(crate::state::DEFAULT_STATE_DIR)),
 ];
 

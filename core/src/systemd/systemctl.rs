@@ -6,8 +6,11 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// systemctl and journalctl aimed at one scope's manager (root's, or a user's: scope.rs).
 #[derive(Debug, Default, Clone)]
-pub struct Systemctl;
+pub struct Systemctl {
+    pub scope: crate::scope::Scope,
+}
 
 /// How long a call may take. A job that waits (`run_job`) is bounded by systemd's own stop and
 /// start timeouts (90 s by default) and gets more; a hung systemd or D-Bus never holds a run
@@ -15,15 +18,42 @@ pub struct Systemctl;
 const QUICK: Duration = Duration::from_secs(60);
 const JOB: Duration = Duration::from_secs(300);
 
-fn run(program: &str, args: &[&str]) -> Result<String, SystemdError> {
-    run_bounded(program, args, QUICK)
+impl Systemctl {
+    pub fn for_scope(scope: &crate::scope::Scope) -> Self {
+        Systemctl {
+            scope: scope.clone(),
+        }
+    }
+
+    /// Enables `unit` and starts it now (a user's podman.socket: scope.rs).
+    pub fn enable_now(&self, unit: &str) -> Result<(), SystemdError> {
+        self.run("systemctl", &["enable", "--now", "--", unit])
+            .map(drop)
+    }
+
+    fn run(&self, program: &str, args: &[&str]) -> Result<String, SystemdError> {
+        run_bounded(self.scope.command(program), args, QUICK)
+    }
+
+    fn run_bounded(
+        &self,
+        program: &str,
+        args: &[&str],
+        bound: Duration,
+    ) -> Result<String, SystemdError> {
+        run_bounded(self.scope.command(program), args, bound)
+    }
 }
 
-fn run_bounded(program: &str, args: &[&str], bound: Duration) -> Result<String, SystemdError> {
-    let command = format!("{program} {}", args.join(" "));
+fn run_bounded(mut cmd: Command, args: &[&str], bound: Duration) -> Result<String, SystemdError> {
+    cmd.args(args);
+    let command = std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|a| a.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ");
     tracing::debug!(%command, "running");
-    let mut child = Command::new(program)
-        .args(args)
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -91,19 +121,19 @@ impl Systemd for Systemctl {
             return Ok(Vec::new());
         }
         let props = format!("--property={}", PROPERTIES.join(","));
-        let out = run("systemctl", &with_units(vec!["show", &props], units))?;
+        let out = self.run("systemctl", &with_units(vec!["show", &props], units))?;
         Ok(parse_show(&out, units))
     }
 
     fn daemon_reload(&self) -> Result<(), SystemdError> {
-        run("systemctl", &["daemon-reload"]).map(drop)
+        self.run("systemctl", &["daemon-reload"]).map(drop)
     }
 
     fn enqueue(&self, job: Job, units: &[String]) -> Result<(), SystemdError> {
         if units.is_empty() {
             return Ok(());
         }
-        run(
+        self.run(
             "systemctl",
             &with_units(vec![job.verb(), "--no-block"], units),
         )
@@ -114,7 +144,8 @@ impl Systemd for Systemctl {
         if units.is_empty() {
             return Ok(());
         }
-        run_bounded("systemctl", &with_units(vec![job.verb()], units), JOB).map(drop)
+        self.run_bounded("systemctl", &with_units(vec![job.verb()], units), JOB)
+            .map(drop)
     }
 
     fn run_job_within(
@@ -129,7 +160,7 @@ impl Systemd for Systemctl {
         // A systemctl killed at the bound may not have queued the job yet: queued again without
         // waiting (systemd merges it with one already there), the job goes on either way.
         let ended = !bound.is_zero()
-            && match run_bounded("systemctl", &with_units(vec![job.verb()], units), bound) {
+            && match self.run_bounded("systemctl", &with_units(vec![job.verb()], units), bound) {
                 Ok(_) => true,
                 Err(SystemdError::Hung { .. }) => false,
                 Err(e) => return Err(e),
@@ -146,7 +177,7 @@ impl Systemd for Systemctl {
             return Ok(());
         }
         // Units that never failed make reset-failed complain; that is not an error here.
-        let _ = run("systemctl", &with_units(vec!["reset-failed"], units));
+        let _ = self.run("systemctl", &with_units(vec!["reset-failed"], units));
         Ok(())
     }
 
@@ -154,9 +185,17 @@ impl Systemd for Systemctl {
         // Read more than asked: podman's event lines and conmon's cgroup warnings are dropped,
         // so what is left is systemd's story and the container's own output.
         let n = (lines * 8).to_string();
-        match run(
+        match self.run(
             "journalctl",
-            &["--no-pager", "-o", "short-iso", "-n", &n, "-u", unit],
+            &[
+                "--no-pager",
+                "-o",
+                "short-iso",
+                "-n",
+                &n,
+                self.scope.journal_unit_arg(),
+                unit,
+            ],
         ) {
             Ok(text) => tail_of_interest(&text, lines),
             Err(e) => format!("(no journal: {e})"),
@@ -178,14 +217,22 @@ fn tail_of_interest(text: &str, lines: usize) -> String {
 mod tests {
     #[test]
     fn a_call_past_its_bound_is_killed_and_named() {
-        let e = super::run_bounded("sleep", &["5"], std::time::Duration::from_millis(200))
-            .expect_err("bounded");
+        let e = super::run_bounded(
+            std::process::Command::new("sleep"),
+            &["5"],
+            std::time::Duration::from_millis(200),
+        )
+        .expect_err("bounded");
         assert!(
             e.to_string()
                 .contains("`sleep 5` did not finish within 0 s"),
             "{e}"
         );
-        let out = super::run_bounded("echo", &["hi"], std::time::Duration::from_secs(5));
+        let out = super::run_bounded(
+            std::process::Command::new("echo"),
+            &["hi"],
+            std::time::Duration::from_secs(5),
+        );
         assert_eq!(out.expect("echo").trim(), "hi");
     }
 

@@ -18,7 +18,7 @@ shopt -s inherit_errexit
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 : "${CACHE:?}" "${RUN:?}" "${REGISTRY:?}"
-ROOTFS=$CACHE/rootfs-trixie
+ROOTFS=${ROOTFS:?testbed.sh names the rootfs of its recipe}
 STORE=$CACHE/pulp
 STREAM_A=3.121.3
 STREAM_B=3.122.2
