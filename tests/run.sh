@@ -87,9 +87,12 @@ echo "started; its lines follow the integration suite's"
 # waiting on services, not on the CPU. Lane b takes the longest scenarios, then the older cores'
 # flows, the flows over SSH and molecule; the first bed takes the rest. Balanced by the times
 # the README lists, each lane takes about 20 minutes.
-# The two rootless scenarios (about 3.5 minutes each) split between the lanes.
+# The two rootless scenarios (about 3.5 minutes each) split between the lanes;
+# test_pg_major_failures (Pulp deployed on PostgreSQL 15, then three failed upgrades to 17)
+# runs on lane b, whose bed has Pulp's images for test_pulp.
 LANE_SCENARIOS=(test_pulp.yml test_fleet.yml test_refitctl.yml test_container_unit_rollback_history.yml
-    test_rerun_at_once.yml test_takeover.yml test_same_tag_power_loss.yml test_rootless_reboot.yml)
+    test_rerun_at_once.yml test_takeover.yml test_same_tag_power_loss.yml test_rootless_reboot.yml
+    test_pg_major_failures.yml)
 # Scenarios of work in progress, which have not yet passed end to end: run by hand
 # (tests/integration/run.sh NAME), never by this suite, until they do.
 NOT_YET=(test_pg_major.yml)

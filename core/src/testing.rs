@@ -123,6 +123,9 @@ pub struct FakePodman {
     pub oneoffs: Mutex<Vec<OneOff>>,
     /// One-off containers print their environment, as a migration that logs it would.
     pub oneoff_prints_env: bool,
+    /// What a one-off prints when one of its command's arguments is the key (a script's
+    /// phase word, as `probe`), before anything else it prints.
+    pub oneoff_says: HashMap<String, String>,
     /// podman secrets: name to (unit, value).
     pub secrets: Mutex<std::collections::BTreeMap<String, (String, String)>>,
 }
@@ -192,10 +195,16 @@ impl Podman for FakePodman {
             return String::new();
         };
         self.note_oneoff("output", &spec);
+        let said = spec
+            .command
+            .iter()
+            .find_map(|a| self.oneoff_says.get(a))
+            .cloned()
+            .unwrap_or_default();
         if self.oneoff_prints_env {
-            spec.env.join("\n")
+            said + &spec.env.join("\n")
         } else {
-            String::new()
+            said
         }
     }
     fn remove_oneoff(&self, prepared: &Prepared) -> Result<(), PodmanError> {
@@ -235,6 +244,13 @@ impl Podman for FakePodman {
             .expect("calls")
             .push(format!("secret remove {name}"));
         self.secrets.lock().expect("secrets").remove(name);
+        Ok(())
+    }
+    fn remove_volume(&self, name: &str) -> Result<(), PodmanError> {
+        self.calls
+            .lock()
+            .expect("calls")
+            .push(format!("volume remove {name}"));
         Ok(())
     }
     fn containers_of(

@@ -240,7 +240,7 @@ fn samples(module: &str) -> Vec<serde_json::Value> {
             vec![json(serde_json::to_value(&r))]
         }
         "data_step" => {
-            use refit_core::datastep::{Place, Report, StepReport};
+            use refit_core::datastep::{Place, PruneReport, Pruned, Report, StepReport};
             let place = || {
                 Some(Place {
                     image: "db:17".into(),
@@ -255,7 +255,17 @@ fn samples(module: &str) -> Vec<serde_json::Value> {
                 size_kb: Some(1),
                 ..StepReport::default()
             };
-            vec![json(serde_json::to_value(Report { steps: vec![step] }))]
+            let pruned = Pruned {
+                unit: "db.service".into(),
+                removed: vec!["db-15".into()],
+                kept: Vec::new(),
+            };
+            vec![
+                json(serde_json::to_value(Report { steps: vec![step] })),
+                json(serde_json::to_value(PruneReport {
+                    pruned: vec![pruned],
+                })),
+            ]
         }
         other => panic!("no sample result for {other}"),
     }

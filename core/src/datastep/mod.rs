@@ -13,6 +13,7 @@
 //! built from, so a run cut short (a power-off) is redone from the start by the next one, and a
 //! finished one is not done twice.
 
+mod keep;
 mod place;
 mod run;
 pub mod spec;
@@ -20,6 +21,7 @@ pub mod spec;
 use crate::ansible::{Invocation, Outcome};
 use crate::host::Host;
 use crate::state::StateError;
+pub use keep::{PruneReport, Pruned};
 pub use place::{Method, Place, Transfer};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -36,11 +38,23 @@ pub struct Step {
     #[serde(default)]
     pub checks: Vec<String>,
     pub analyze: String,
+    /// How many old places stay once the flow verified the new one.
+    pub keep: u32,
+}
+
+/// What the call does: move each unit to its staged major, or prune the old places a move
+/// left beyond `keep` (the flow's verify).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    Move,
+    Prune,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Params {
     pub steps: Vec<Step>,
+    pub action: Action,
     pub stage: Option<String>,
     pub stop_record: String,
     pub timeout: u64,
@@ -106,6 +120,14 @@ pub enum DataStepError {
         size_mb: u64,
         avail_mb: u64,
         hint: &'static str,
+    },
+    #[error(
+        "{unit}: removing the old data volume {volume} failed: {detail}; remove it by hand (podman volume rm {volume}) or raise keep"
+    )]
+    Prune {
+        unit: String,
+        volume: String,
+        detail: String,
     },
     #[error("{unit}: {what} failed: {detail}")]
     Probe {
@@ -188,7 +210,10 @@ pub fn validate(p: &Params) -> Result<(), DataStepError> {
 
 pub fn run_steps(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, DataStepError> {
     validate(&p)?;
-    run::run(&p, inv, host)
+    match p.action {
+        Action::Move => run::run(&p, inv, host),
+        Action::Prune => keep::prune(&p, inv, host),
+    }
 }
 
 /// Runs the module against this host.

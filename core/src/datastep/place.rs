@@ -6,7 +6,7 @@ use super::DataStepError;
 use crate::unit::UnitFile;
 
 /// An image and the volume (`SOURCE`, a podman volume or a host path) mounted at the data dir.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Place {
     pub image: String,
     pub volume: String,

@@ -174,6 +174,9 @@ fn one(
     }
     if let Some(stage) = &p.stage {
         let file = name.file_name();
+        // Recorded before the install: whatever happens after, the old place is on record
+        // for the verify's prune, which never removes the one the unit mounts.
+        super::keep::note(state, &file, &old)?;
         if state.install_staged(stage, &p.quadlet_dir, &file)? == crate::state::Installed::Written {
             host.systemd.daemon_reload()?;
             report.installed = true;

@@ -3,7 +3,7 @@
 use crate::ansible::{Default, Elem, Kind, ModuleSpec, OptionSpec};
 
 /// One step: a database unit whose new text moves it to a new major and a new data volume.
-const STEP_OPTIONS: [OptionSpec; 7] = [
+const STEP_OPTIONS: [OptionSpec; 8] = [
     OptionSpec::new(
         "unit",
         Kind::Str,
@@ -47,9 +47,15 @@ const STEP_OPTIONS: [OptionSpec; 7] = [
     )
     .choices(&["stages", "once"])
     .default(Default::Str("stages")),
+    OptionSpec::new(
+        "keep",
+        Kind::Int,
+        "How many of the unit's old data volumes stay once the flow verified the new one (O(action=prune)), the newest first. C(0) removes the way back: a rollback to the old major then starts on an empty volume.",
+    )
+    .default(Default::Int(1)),
 ];
 
-const OPTIONS: [OptionSpec; 10] = [
+const OPTIONS: [OptionSpec; 11] = [
     OptionSpec::new(
         "steps",
         Kind::List(Elem::Dict),
@@ -57,6 +63,13 @@ const OPTIONS: [OptionSpec; 10] = [
     )
     .required()
     .suboptions(&STEP_OPTIONS),
+    OptionSpec::new(
+        "action",
+        Kind::Str,
+        "C(move) builds each new cluster and installs its unit (the flow's data phase); C(prune) removes the old data volumes earlier moves left beyond each step's O(steps[].keep) (the flow's verify). The volume a unit's installed text mounts is never removed.",
+    )
+    .choices(&["move", "prune"])
+    .default(Default::Str("move")),
     OptionSpec::new(
         "stage",
         Kind::Str,

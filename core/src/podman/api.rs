@@ -209,6 +209,10 @@ impl Podman for PodmanApi {
         super::secrets::remove(&self.socket, name)
     }
 
+    fn remove_volume(&self, name: &str) -> Result<(), PodmanError> {
+        super::volumes::remove(&self.socket, name)
+    }
+
     fn containers_of(
         &self,
         selection: &UnitSelection<'_>,

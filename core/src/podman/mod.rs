@@ -8,6 +8,7 @@ pub mod oneoff;
 mod pull;
 pub mod secrets;
 mod status;
+mod volumes;
 mod wire;
 
 pub use crate::reference::ImageRef;
@@ -135,6 +136,8 @@ pub trait Podman: Sync + ImageStore {
     /// A secret's value, or None when it does not exist.
     fn secret_value(&self, name: &str) -> Result<Option<String>, PodmanError>;
     fn remove_secret(&self, name: &str) -> Result<(), PodmanError>;
+    /// Removes a volume; one that is gone already is not an error.
+    fn remove_volume(&self, name: &str) -> Result<(), PodmanError>;
     /// Every container quadlet started for these units.
     fn unit_containers(&self, units: &[String]) -> Result<Vec<ContainerInfo>, PodmanError> {
         self.containers_of(&UnitSelection {

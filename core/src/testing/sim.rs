@@ -409,6 +409,10 @@ impl Podman for SimHost {
         self.note(format!("secret remove {name}"));
         Ok(())
     }
+    fn remove_volume(&self, name: &str) -> Result<(), PodmanError> {
+        self.note(format!("volume remove {name}"));
+        Ok(())
+    }
     fn containers_of(
         &self,
         selection: &UnitSelection<'_>,

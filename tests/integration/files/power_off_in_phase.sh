@@ -41,7 +41,7 @@ while [ $i -lt 6000 ]; do
         fi ;;
     building)
         podman ps --no-trunc --filter label=io.refit.migration=data-step:pulp-db.service --format '{{.Command}}' |
-            grep -q ' build ' && p=$(module data_step '"steps"') || p= ;;
+            grep -q 'refit-data-step build' && p=$(module data_step '"steps"') || p= ;;
     starting)
         [ /etc/containers/systemd/app.container -nt /run/refit-test/t0 ] &&
             p=$(module container_unit '"state": "started"') || p= ;;
