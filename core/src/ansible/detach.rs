@@ -92,6 +92,9 @@ fn detachable(spec: &ModuleSpec, path: &Path, text: &str) -> Option<PathBuf> {
     if args.ignore_unknown {
         args.params.retain(|k, _| spec.option(k).is_some());
     }
+    // As the driver reads them: an empty place (the flows' `flow_state_dir: ""`) means the
+    // scope's own, which for root's scope is the spec's default.
+    crate::scope::Scope::drop_empty_places(&mut args.params);
     let params = validate(spec, &args.params).ok()?;
     params.get("state_dir")?.as_str().map(PathBuf::from)
 }
@@ -368,5 +371,23 @@ mod tests {
         assert_eq!(mode(&dir.join(EVENTS_FILE)), 0o600);
         let events = std::fs::read_to_string(dir.join(EVENTS_FILE)).expect("events");
         assert!(events.contains("\"pulling app:1\""), "{events}");
+    }
+
+    #[test]
+    fn the_flows_empty_state_dir_means_the_scopes_own_and_a_user_call_stays_attached() {
+        let spec = &crate::container_unit::spec::SPEC;
+        let path = Path::new("args");
+        let call = |extra: &str| {
+            let text = format!(
+                r#"{{"name": "app", "image": "app:1", "_refit_progress": true, "state_dir": ""{extra}}}"#
+            );
+            detachable(spec, path, &text)
+        };
+        // Only root's calls detach; a test run as another user sees none.
+        let root = rustix::process::geteuid().is_root();
+        let expected = root.then(|| PathBuf::from(crate::state::DEFAULT_STATE_DIR));
+        assert_eq!(call(""), expected);
+        assert_eq!(call(r#", "scope": "user", "scope_user": "app""#), None);
+        assert_eq!(call(r#", "_ansible_check_mode": true"#), None);
     }
 }
