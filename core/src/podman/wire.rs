@@ -68,7 +68,15 @@ pub fn request_with_headers(
         call: call.to_string(),
         detail,
     };
-    let raw = exchange(socket, method, path, headers, body, timeout).map_err(|e| match e {
+    let mut raw = exchange(socket, method, path, headers, body, timeout);
+    // podman's API service, socket-activated, exits after a few idle seconds: a request that
+    // meets it on its way out is reset, or refused until systemd listens again. A GET changes
+    // nothing, so it is asked once more, after a moment; anything else fails as it came.
+    if raw.is_err() && method == "GET" {
+        std::thread::sleep(RETRY_AFTER);
+        raw = exchange(socket, method, path, headers, body, timeout);
+    }
+    let raw = raw.map_err(|e| match e {
         Exchange::Connect(detail) => PodmanError::Unreachable {
             socket: socket.to_string(),
             detail,
@@ -77,6 +85,9 @@ pub fn request_with_headers(
     })?;
     parse_response(&raw).map_err(err)
 }
+
+/// How long a GET waits before it asks a service that went away once more.
+const RETRY_AFTER: Duration = Duration::from_millis(300);
 
 enum Exchange {
     Connect(String),
@@ -236,5 +247,61 @@ mod tests {
         )
         .expect_err("no socket there");
         assert!(matches!(e, PodmanError::Unreachable { .. }), "{e}");
+    }
+
+    /// A server that drops its first `drop_first` connections unanswered, then answers each
+    /// with `{}`; returns the socket path and a count of the connections it took.
+    fn flaky_server(
+        dir: &std::path::Path,
+        drop_first: usize,
+    ) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use std::io::{Read, Write};
+        let path = dir.join("podman.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        let taken = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = taken.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if n < drop_first {
+                    continue;
+                }
+                let mut buf = [0u8; 4096];
+                let _ = conn.read(&mut buf);
+                let _ = conn.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+                );
+            }
+        });
+        (path.to_string_lossy().into_owned(), taken)
+    }
+
+    #[test]
+    fn a_get_that_meets_the_service_on_its_way_out_is_asked_once_more() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let (socket, taken) = flaky_server(dir.path(), 1);
+        let got: Option<serde_json::Value> =
+            super::get_json(&socket, "container list", "/x", Duration::from_secs(5))
+                .expect("the second ask is answered");
+        assert_eq!(got, Some(serde_json::json!({})));
+        assert_eq!(taken.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn anything_but_a_get_is_not_sent_twice() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let (socket, taken) = flaky_server(dir.path(), 1);
+        let sent = super::request(
+            &socket,
+            "secret create",
+            "POST",
+            "/x",
+            b"v",
+            Duration::from_secs(5),
+        );
+        assert!(sent.is_err());
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(taken.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 }
