@@ -261,6 +261,14 @@ fn detach(state: &StateDir, name: &str) -> Result<(), DetachError> {
     // A module already gone (its controller killed) reads no ticket; the work goes on.
     let _ = writeln!(out, "{ticket}");
     let _ = out.flush();
+    drop(out);
+    // The module exits once it has the ticket, closing the pipes it read: a later log line
+    // (at -vvv) or print would fail with a broken pipe and end the call. Everything after
+    // goes to the run dir; the standard streams go nowhere.
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        let _ = rustix::stdio::dup2_stdout(&null);
+        let _ = rustix::stdio::dup2_stderr(&null);
+    }
     Ok(())
 }
 
