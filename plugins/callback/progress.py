@@ -37,19 +37,14 @@ import time
 
 from ansible.plugins.callback import CallbackBase
 
+from ansible_collections.refit.containers.plugins.plugin_utils import progress_poll
+
 REFIT = "refit.containers."
 
 
-PHASE_TAG = "refit_phase_"
-
-
 def phase_of(task):
-    """The flow phase a task belongs to, from the refit_phase_NAME tag its phase's import_tasks
-    gives it (roles/flow/tasks/phases.yml and work.yml), or "task" outside the phases."""
-    for tag in task.tags or []:
-        if tag.startswith(PHASE_TAG):
-            return tag[len(PHASE_TAG):]
-    return "task"
+    """The flow phase a task belongs to (progress_poll.phase_of), as the action's lines say it."""
+    return progress_poll.phase_of(task.tags)
 
 
 def title(task):
