@@ -94,6 +94,8 @@ class CachedBinaryAction(ActionBase):
         run_dir, pid = ticket["dir"], ticket.get("pid", 0)
         host = task_vars.get("inventory_hostname", "?")
         phase = progress_poll.phase_of(self._task.tags)
+        action = self._task.resolved_action or self._task.action
+        events_file = os.environ.get(progress_poll.EVENTS_ENV)
         offset, failures = 0, 0
         while True:
             time.sleep(progress_poll.POLL_EVERY)
@@ -112,6 +114,11 @@ class CachedBinaryAction(ActionBase):
             offset += read
             for event in events:
                 display.display(progress_poll.event_line(host, phase, event))
+            try:
+                progress_poll.record_events(events_file, host, phase, action, events)
+            except OSError as e:
+                display.warning("refit: cannot add progress to the events file %s: %s; it goes on the screen alone" % (events_file, e))
+                events_file = None
             if state == "running":
                 continue
             self._low_level_execute_command(progress_poll.remove_script(run_dir), sudoable=True)

@@ -24,6 +24,11 @@ POLL_EVERY = 0.25
 POLL_FAILURES = 20
 # Where the events end and the call's state begins, in what the host prints.
 MARK = "refit: progress state "
+# The progress callback's events file (its events_file option), which the callback puts in the
+# environment of the task workers it forks: the action adds each progress event to it, beside
+# the callback's result lines, so refitctl --json and a script tailing the file follow a step
+# as it happens, as the screen does.
+EVENTS_ENV = "REFIT_EVENTS_FILE"
 # A run dir as detach.rs names it: STATE_DIR/runs/MODULE-PID.
 _RUN_DIR = re.compile(r"^/(?:[^/\0]+/)*runs/[a-z_]+-[0-9]+$")
 
@@ -97,6 +102,21 @@ def read_poll(stdout):
 def event_line(host, phase, event):
     """The line shown for one event, in the columns of the progress callback's lines."""
     return "%8s  %-8s %-9s %-22s %s" % ("", host, phase, "", event.get("line", ""))
+
+
+def event_record(host, phase, action, event):
+    """The events file's line for one progress event: the callback's result lines have a
+    `status` and a `result`, a progress line a `progress` (the event as the host wrote it)."""
+    return json.dumps({"host": host, "phase": phase, "action": action, "progress": event}) + "\n"
+
+
+def record_events(path, host, phase, action, events):
+    """Appends `events` to the events file at `path` as one write, so that the callback's
+    lines, written from another process, never land inside one of them."""
+    if not path or not events:
+        return
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("".join(event_record(host, phase, action, e) for e in events))
 
 
 PHASE_TAG = "refit_phase_"

@@ -103,5 +103,26 @@ class Names(unittest.TestCase):
         self.assertEqual(line.index("waiting"), 10 + 9 + 10 + 23)
 
 
+class EventsFile(unittest.TestCase):
+    def test_each_event_is_a_progress_line_beside_the_callback_s_lines(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "events")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write('{"host": "th1", "status": "ok", "result": {}}\n')
+            steps = [{"kind": "begin", "line": "migrating api"}, {"kind": "end", "line": "migrating api: done in 6.1 s"}]
+            poll.record_events(path, "th1", "migrate", "refit.containers.run_migrations", steps)
+            poll.record_events(path, "th1", "migrate", "refit.containers.run_migrations", [])
+            poll.record_events(None, "th1", "migrate", "refit.containers.run_migrations", steps)
+            with open(path, encoding="utf-8") as f:
+                lines = [json.loads(line) for line in f]
+        self.assertEqual(len(lines), 3)
+        self.assertEqual(lines[0]["status"], "ok")
+        self.assertEqual([line["progress"] for line in lines[1:]], steps)
+        self.assertEqual({(line["host"], line["phase"], line["action"]) for line in lines[1:]},
+                         {("th1", "migrate", "refit.containers.run_migrations")})
+        # refitctl reads a line with a status and a result as a task's result: a progress line has neither.
+        self.assertFalse({"status", "result"} & set(lines[1]))
+
+
 if __name__ == "__main__":
     unittest.main()
