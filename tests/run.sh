@@ -5,17 +5,8 @@
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO"
-step() { printf '\n== %s\n' "$*"; }
-# Keeps the command's status: called as `timed ... || rc=$?`, where set -e does not reach into
-# it, a bare "$@" followed by the echo would report every failure as a success.
-timed() {
-    local name=$1 t0 rc=0
-    shift
-    t0=$(date +%s)
-    "$@" || rc=$?
-    echo "-- $name took $(($(date +%s) - t0)) s"
-    return "$rc"
-}
+# shellcheck source=tools/steps.sh
+. tools/steps.sh
 
 # The testbed comes up in the background while the Rust checks run: on a fresh machine it is
 # mostly apt, debootstrap and pip (about 2 minutes), the checks mostly CPU.
@@ -54,12 +45,7 @@ fresh_rc=0
 timed fresh-cargo-home env CARGO_HOME="$fresh_cargo" tests/testbed/testbed.sh testsvc || fresh_rc=$?
 rm -rf "$fresh_cargo"
 [ "$fresh_rc" -eq 0 ] || exit "$fresh_rc"
-step "cargo fmt --check"
-timed fmt cargo fmt --all --check
-step "cargo clippy -- -D warnings"
-timed clippy cargo clippy --workspace --all-targets --locked -- -D warnings
-step "cargo test"
-timed cargo-test cargo test --workspace --locked
+rust_checks
 
 step "testbed up (started before the Rust checks)"
 bed_rc=0
@@ -68,8 +54,7 @@ cat "$bed_log"
 [ "$bed_rc" -eq 0 ] || exit "$bed_rc"
 eval "$(tests/testbed/testbed.sh env)"
 # The callback and the action plugins import ansible: the testbed's venv, now on PATH, has it.
-step "Python unit tests (tests/unit/python)"
-timed python-unit python3 -m unittest discover -s tests/unit/python -t tests/unit/python
+python_unit
 # podman's own quadlet e2e files, read by refit and by the test hosts' quadlet (from the root
 # file system the testbed just built): about ten seconds.
 step "quadlet conformance (tests/conformance)"

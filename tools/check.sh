@@ -15,32 +15,18 @@ VENV=$CACHE/check-venv
 # The versions make test's testbed venv resolves to, so both tiers lint alike.
 SPECS=(ansible-core==2.19.14 'cryptography<51' ansible-lint==25.12.2)
 
-step() { printf '\n== %s\n' "$*"; }
-# Keeps the command's status (set -e does not reach into a function called with ||).
-timed() {
-    local name=$1 t0 rc=0
-    shift
-    t0=$(date +%s)
-    "$@" || rc=$?
-    echo "-- $name took $(($(date +%s) - t0)) s"
-    return "$rc"
-}
+# shellcheck source=tools/steps.sh
+. tools/steps.sh
 t_start=$(date +%s)
 
-step "cargo fmt --check"
-timed fmt cargo fmt --all --check
-step "cargo clippy -- -D warnings"
-timed clippy cargo clippy --workspace --all-targets --locked -- -D warnings
-step "cargo test"
-timed cargo-test cargo test --workspace --locked
+rust_checks
 
 step "venv (ansible-core, ansible-lint)"
 timed venv tools/venv.sh "$VENV" "${SPECS[@]}"
 export PATH=$VENV/bin:$PATH
 
-step "Python unit tests (tests/unit/python)"
 # The callback and the action plugins import ansible; the venv's python has it.
-timed python-unit python3 -m unittest discover -s tests/unit/python -t tests/unit/python
+python_unit
 
 step "ansible-lint (production profile)"
 # The scenarios name refit.containers' modules by FQCN: the checkout is the collection. The

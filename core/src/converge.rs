@@ -53,6 +53,15 @@ pub fn wait_converged(
     exp: &Expectation,
 ) -> Result<Converged, WaitError> {
     let start = clock.now();
+    let waiting_for = if exp.needs_health {
+        "be healthy"
+    } else {
+        "run"
+    };
+    let _step = crate::progress::step(
+        format!("waiting for {} to {waiting_for}", exp.service),
+        Some(exp.timeout),
+    );
     let fail = |why: String| WaitError::NotConverged {
         service: exp.service.clone(),
         why,
@@ -61,6 +70,9 @@ pub fn wait_converged(
     // The first new invocation and its restart count; any later change is a crash loop.
     let mut seen: Option<(String, u64)> = None;
     let mut healthy_since: Option<Instant> = None;
+    // The moments shown as progress lines, each once: its start, its first health check passed.
+    let mut noted_started = false;
+    let mut noted_healthy = false;
     let mut last_state = String::from("not observed yet");
     let mut pauses = crate::poll::Backoff::up_to(POLL);
     loop {
@@ -124,6 +136,10 @@ pub fn wait_converged(
             _ => seen = Some((invocation.clone(), st.n_restarts())),
         }
         let mut good = st.active_state() == "active";
+        if good && !noted_started {
+            noted_started = true;
+            crate::progress::note(format!("{} started", exp.service));
+        }
         let mut container_id = String::new();
         // A oneshot's new invocation that became active ran its job to a good end (a failed
         // one would be failed); its container is gone, and there is no more to see.
@@ -145,7 +161,12 @@ pub fn wait_converged(
                             .push_str(&format!(", container runs image {}", short(&c.image_id)));
                     } else if exp.needs_health {
                         match &c.health {
-                            Some(Health::Healthy) => {}
+                            Some(Health::Healthy) => {
+                                if !noted_healthy {
+                                    noted_healthy = true;
+                                    crate::progress::note(format!("{} healthy", exp.service));
+                                }
+                            }
                             Some(Health::Unhealthy) => {
                                 return Err(fail("its health check reports unhealthy".into()));
                             }

@@ -14,6 +14,7 @@ pub mod parallel;
 pub mod plan;
 pub mod podman;
 pub mod poll;
+pub mod progress;
 pub mod quadlet;
 pub mod reference;
 pub mod registry;

@@ -18,12 +18,16 @@ description:
   - Tasks that are not refit modules print only when they fail, or at C(-v).
   - With C(--diff), each changed file's unified diff follows its task, as the modules returned
     it (refit's modules mask the secrets in it, the unit texts included).
-  - It can also write every refit module result as JSON lines, for C(refitctl).
+  - It can also write every refit module result as JSON lines, for C(refitctl), and with them
+    each progress event of a long module call as the call's action shows it.
 author: refit developers (@refit)
 version_added: "0.1.0"
 options:
   events_file:
-    description: A file to write each refit task result, and the closing stats, to, one JSON object per line.
+    description:
+      - A file to write each refit task result, each progress event of a long refit module
+        call (an object with a C(progress) key) as it comes, and the closing stats to, one
+        JSON object per line.
     type: path
     env:
       - name: REFIT_EVENTS_FILE
@@ -33,23 +37,19 @@ options:
 """
 
 import json
+import os
 import time
 
 from ansible.plugins.callback import CallbackBase
 
+from ansible_collections.refit.containers.plugins.plugin_utils import progress_poll
+
 REFIT = "refit.containers."
 
 
-PHASE_TAG = "refit_phase_"
-
-
 def phase_of(task):
-    """The flow phase a task belongs to, from the refit_phase_NAME tag its phase's import_tasks
-    gives it (roles/flow/tasks/phases.yml and work.yml), or "task" outside the phases."""
-    for tag in task.tags or []:
-        if tag.startswith(PHASE_TAG):
-            return tag[len(PHASE_TAG):]
-    return "task"
+    """The flow phase a task belongs to (progress_poll.phase_of), as the action's lines say it."""
+    return progress_poll.phase_of(task.tags)
 
 
 def title(task):
@@ -114,6 +114,9 @@ class CallbackModule(CallbackBase):
         path = self.get_option("events_file")
         if path:
             self._events = open(path, "a", encoding="utf-8")
+            # The task workers fork from this process: refit's actions add their progress
+            # events to the same file (plugin_utils/progress_poll.py), however it was named.
+            os.environ[progress_poll.EVENTS_ENV] = path
 
     def _line(self, host, phase, subject, text, color=None):
         elapsed = time.monotonic() - self._started

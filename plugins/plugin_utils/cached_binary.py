@@ -13,6 +13,12 @@ the name of its own SHA-256, and only when nobody but the user it runs as could 
 (plugin_utils/kept_copy.py), so a new release never runs an old binary, nor anyone a planted one. Without pipelining
 (`become` with a method or setting that cannot pass standard input), Ansible's own path runs
 every call, and so does every call of a play that sets `refit_kept_modules: false`.
+
+A call that lasts (a pull, a migration, a health wait) detaches on the host after a moment and
+answers with a ticket; the action then shows its progress as it comes, one line per event, and
+takes its result from the host when it is there (plugin_utils/progress_poll.py). A play that
+sets `refit_progress: false` runs every call attached, as a plain module, and shows nothing
+until it returns.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import hashlib
 import json
 import os
 import shlex
+import time
 
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
@@ -33,6 +40,7 @@ try:  # ansible-core 2.19 and newer: module arguments and results pass through a
 except ImportError:  # older cores: plain JSON
     Direction = get_module_decoder = get_module_encoder = None
 
+from ansible_collections.refit.containers.plugins.plugin_utils import progress_poll
 from ansible_collections.refit.containers.plugins.plugin_utils.kept_copy import answer, kept_script
 
 display = Display()
@@ -64,12 +72,71 @@ class CachedBinaryAction(ActionBase):
         path = self._module_path(module)
         kept_as = "%s-%s" % (os.path.basename(path), binary_digest(path))
         wanted = boolean(task_vars.get("refit_kept_modules", True), strict=False)
-        data = self._run_kept(module, kept_as, task_vars) if wanted and self._can_pipe() else None
+        progress = boolean(task_vars.get("refit_progress", True), strict=False)
+        args = dict(self._task.args, _refit_progress=progress)
+        data = self._run_kept(module, args, kept_as, task_vars) if wanted and self._can_pipe() else None
         if data is None:
-            args = dict(self._task.args, _refit_keep_as=kept_as)
+            args["_refit_keep_as"] = kept_as
             data = self._execute_module(module_name=module, module_args=args, task_vars=task_vars)
+            data = self._follow(data, task_vars)
+            # After the call's end: a detached worker's args file is in it (kill_in_phase.sh reads it).
             self._remove_tmp_path(self._connection._shell.tmpdir)
+        else:
+            data = self._follow(data, task_vars)
         return merge_hash(result, data)
+
+    def _follow(self, data, task_vars):
+        """The result of a call: `data` itself, or, when the call detached, the result it leaves
+        in its run dir, with each progress event shown as it comes."""
+        ticket = data.get(progress_poll.DETACHED_KEY) if isinstance(data, dict) else None
+        if not isinstance(ticket, dict) or not progress_poll.is_run_dir(ticket.get("dir")):
+            return data
+        run_dir, pid = ticket["dir"], ticket.get("pid", 0)
+        host = task_vars.get("inventory_hostname", "?")
+        phase = progress_poll.phase_of(self._task.tags)
+        action = self._task.resolved_action or self._task.action
+        events_file = os.environ.get(progress_poll.EVENTS_ENV)
+        offset, failures = 0, 0
+        while True:
+            time.sleep(progress_poll.POLL_EVERY)
+            res = self._low_level_execute_command(progress_poll.poll_script(run_dir, pid, offset), sudoable=True)
+            events, read, state, text = progress_poll.read_poll(res.get("stdout", ""))
+            if state is None:
+                failures += 1
+                if failures < progress_poll.POLL_FAILURES:
+                    continue
+                return {
+                    "failed": True,
+                    "msg": "lost the host while following the call: %s; the module may still be at work there, in %s: "
+                    "wait for refit's lock to be free, then run the task again" % (res.get("stderr", "").strip(), run_dir),
+                }
+            failures = 0
+            offset += read
+            for event in events:
+                display.display(progress_poll.event_line(host, phase, event))
+            try:
+                progress_poll.record_events(events_file, host, phase, action, events)
+            except OSError as e:
+                display.warning("refit: cannot add progress to the events file %s: %s; it goes on the screen alone" % (events_file, e))
+                events_file = None
+            if state == "running":
+                continue
+            self._low_level_execute_command(progress_poll.remove_script(run_dir), sudoable=True)
+            if state == "gone":
+                return {
+                    "failed": True,
+                    "msg": "the module's process on the host (pid %s) ended without a result: it was killed; "
+                    "run the task again, which resumes" % pid,
+                }
+            return self._parse_result({"rc": 0, "stdout": text, "stderr": ""})
+
+    def _parse_result(self, res):
+        if get_module_decoder:
+            data = self._parse_returned_data(res, PROFILE)
+        else:
+            data = self._parse_returned_data(res)
+        remove_internal_keys(data)
+        return data
 
     def _module_path(self, module):
         found = self._shared_loader_obj.module_loader.find_plugin_with_context(
@@ -84,9 +151,9 @@ class CachedBinaryAction(ActionBase):
         # sudo with requiretty, or su, cannot take standard input: Ansible's own setting says.
         return not self._connection.become or self._is_pipelining_enabled("new")
 
-    def _run_kept(self, module, kept_as, task_vars):
+    def _run_kept(self, module, args, kept_as, task_vars):
         """The result of the kept copy, or None when the host has none or its shell never ran."""
-        args = dict(self._task.args)
+        args = dict(args)
         self._update_module_args(module, args, task_vars)
         encoder = get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE) if get_module_encoder else None
         binary, digest = kept_as.rsplit("-", 1)
@@ -101,9 +168,4 @@ class CachedBinaryAction(ActionBase):
         if said != "ran":
             return None
         res["stdout"] = rest
-        if get_module_decoder:
-            data = self._parse_returned_data(res, PROFILE)
-        else:
-            data = self._parse_returned_data(res)
-        remove_internal_keys(data)
-        return data
+        return self._parse_result(res)

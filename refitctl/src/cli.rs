@@ -38,7 +38,7 @@ pub enum Command {
     Deploy(Common),
     /// Bring every service to the newest image of its stream (3.16.0 to the latest 3.16.z)
     #[command(
-        after_help = "Example:\n  refitctl update            # with the parameters of the last run\n  refitctl update --check --diff"
+        after_help = "Example:\n  refitctl update            # with the parameters of the last run\n  refitctl update --check --diff\n  refitctl update --json | jq -r 'select(.progress) | .progress.line'"
     )]
     Update(Common),
     /// Move to another stream (3.15 to 3.16), running pending migrations
@@ -58,9 +58,6 @@ pub enum Command {
         /// Plan an upgrade to this stream instead of an update
         #[arg(long, value_name = "STREAM")]
         to: Option<String>,
-        /// Print JSON (each host's plan and its units' planned results) instead of text
-        #[arg(long)]
-        json: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -70,18 +67,12 @@ pub enum Command {
         after_help = "Example:\n  refitctl adopt --deployment deployment.yml\n  refitctl adopt --json --diff"
     )]
     Adopt {
-        /// Print JSON (each host's plan and its units' planned results) instead of text
-        #[arg(long)]
-        json: bool,
         #[command(flatten)]
         common: Common,
     },
     /// A table per service: unit, state, revision, running image, stream, newer image
     #[command(after_help = "Example:\n  refitctl status\n  refitctl status --json | jq .")]
     Status {
-        /// Print JSON (each host's services and its units' results) instead of the table
-        #[arg(long)]
-        json: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -105,9 +96,6 @@ pub enum Command {
     History {
         /// One service of the deployment; all of them when omitted
         service: Option<String>,
-        /// Print JSON (one object per kept revision, with its host and service) instead of the table
-        #[arg(long)]
-        json: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -124,6 +112,12 @@ pub struct Common {
     /// Report what would change, and change nothing
     #[arg(long)]
     pub check: bool,
+    /// JSON on stdout: plan and adopt print each host's plan, status its services, history one
+    /// object per kept revision; deploy, update, upgrade and rollback print their events as
+    /// JSON lines as they come (each progress event of a long step, each refit task's result,
+    /// the closing stats), their text going to stderr
+    #[arg(long)]
+    pub json: bool,
     /// Show each changed unit file's unified diff (secrets masked), as it goes and in the summary
     #[arg(long)]
     pub diff: bool,

@@ -17,13 +17,7 @@ use std::path::{Path, PathBuf};
 pub fn run(command: &Command, log: &RunLog) -> Result<Ending, CtlError> {
     let common = command.common();
     // With --json, stdout is for the JSON alone.
-    let json = matches!(
-        command,
-        Command::Status { json: true, .. }
-            | Command::Plan { json: true, .. }
-            | Command::Adopt { json: true, .. }
-            | Command::History { json: true, .. }
-    );
+    let json = common.json;
     let state_dir = state_dir(common);
     let common = &crate::guard::absolute_flags(common)?;
     crate::guard::trusted_state_dir(&state_dir)?;
@@ -96,6 +90,9 @@ pub fn run(command: &Command, log: &RunLog) -> Result<Ending, CtlError> {
             verbose: common.verbose,
             show_progress: !quiet,
             progress_to_stderr: json,
+            // A run that changes things prints its events as they come; a read or a plan
+            // prints one document at its end.
+            follow_events: json && !check,
             limit: common.limit.as_deref(),
             state_dir: &state_dir,
             log,

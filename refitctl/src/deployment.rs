@@ -114,14 +114,6 @@ impl<'de> de::Deserialize<'de> for Key {
 #[derive(Clone, Copy)]
 struct Services;
 
-impl<'de> de::DeserializeSeed<'de> for Services {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
 impl<'de> Visitor<'de> for Services {
     type Value = ();
 
@@ -143,14 +135,6 @@ impl<'de> Visitor<'de> for Services {
 /// anchor), whose keys are checked as the entry's own.
 #[derive(Clone, Copy)]
 struct Entry;
-
-impl<'de> de::DeserializeSeed<'de> for Entry {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
 
 impl<'de> Visitor<'de> for Entry {
     type Value = ();
@@ -191,13 +175,21 @@ enum EntryKey {
 #[derive(Clone, Copy)]
 struct EntryKeySeed;
 
-impl<'de> de::DeserializeSeed<'de> for EntryKeySeed {
-    type Value = EntryKey;
+/// Each checker is its own seed: the document says what it holds (a list, a mapping, a Jinja
+/// string), and the checker, as its visitor, takes what it allows.
+macro_rules! seed_of_itself {
+    ($($checker:ty => $value:ty),* $(,)?) => {$(
+        impl<'de> de::DeserializeSeed<'de> for $checker {
+            type Value = $value;
 
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<EntryKey, D::Error> {
-        d.deserialize_any(self)
-    }
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<$value, D::Error> {
+                d.deserialize_any(self)
+            }
+        }
+    )*};
 }
+
+seed_of_itself!(Services => (), Entry => (), EntryKeySeed => EntryKey);
 
 impl<'de> Visitor<'de> for EntryKeySeed {
     type Value = EntryKey;

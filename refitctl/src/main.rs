@@ -9,6 +9,7 @@ mod ended;
 mod error;
 mod events;
 mod fleet;
+mod follow;
 mod guard;
 mod history;
 mod json;

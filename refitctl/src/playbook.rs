@@ -27,6 +27,8 @@ pub struct Invocation<'a> {
     pub show_progress: bool,
     /// Show it on stderr: stdout is for the JSON that `--json` asked for.
     pub progress_to_stderr: bool,
+    /// Copy the run's events to stdout as they come (`--json` of a run that changes things).
+    pub follow_events: bool,
     /// ansible-playbook's `--limit`.
     pub limit: Option<&'a str>,
     pub state_dir: &'a Path,
@@ -104,6 +106,9 @@ impl Invocation<'_> {
             .spawn()
             .map_err(|e| CtlError::NoAnsible(e.to_string()))?;
         let forwarder = armed.forward_to(child.id());
+        let follower = self
+            .follow_events
+            .then(|| crate::follow::Follower::start(events.path().to_path_buf()));
         // stdout (when kept) and stderr are read on their own threads, so neither pipe fills.
         let out = child
             .stdout
@@ -112,6 +117,9 @@ impl Invocation<'_> {
         let err = child.stderr.take().map(drain);
         let status = child.wait();
         let interrupt = forwarder.stop();
+        if let Some(f) = follower {
+            f.finish();
+        }
         let status = status.map_err(|e| CtlError::NoAnsible(e.to_string()))?;
         let stdout = out.map(join).unwrap_or_default();
         let stderr = err.map(join).unwrap_or_default();

@@ -206,10 +206,23 @@ EOF
     die "the registry did not answer on $REGISTRY within 10 s; see $RUN/registry.log"
 }
 
+# The pid in registry.pid, while it is still this bed's registry. A pid file can outlive its
+# process (it died; a second start that could not bind wrote its own pid), and its pid then
+# names whatever process has it now, in any bed: a SIGSTOP sent there can freeze the shell of
+# another bed's nsenter'd command, which leaves nsenter stopped for good (it stops itself when
+# its child stops, and only it continues the child) and Ansible waiting on it.
+registry_pid() {
+    local p
+    p=$(cat "$RUN/registry.pid" 2> /dev/null) || return 1
+    tr '\0' ' ' < "/proc/$p/cmdline" 2> /dev/null | grep -qF "docker-registry serve $RUN/registry.yml" || return 1
+    echo "$p"
+}
+
 stop_registry() {
     # A paused registry takes no TERM until it runs again.
     # A pid file whose process is gone (it died, or a reboot) is only removed.
-    if [ -f "$RUN/registry.pid" ]; then kill -CONT "$(cat "$RUN/registry.pid")" 2> /dev/null || true; fi
+    local p
+    if p=$(registry_pid); then kill -CONT "$p" 2> /dev/null || true; fi
     stop_pidfile "$RUN/registry.pid"
 }
 
@@ -690,8 +703,10 @@ main() {
         # The login registry alone, again (a bed brought up before it existed has none).
         login-start) stop_login_registry && start_login_registry ;;
         # A registry that stops answering, connections held open and unserved, and its return.
-        pause) kill -STOP "$(cat "$RUN/registry.pid")" ;;
-        resume) kill -CONT "$(cat "$RUN/registry.pid")" ;;
+        pause | resume)
+            pid=$(registry_pid) || die "$RUN/registry.pid names no registry of this bed; run '$0 registry stop' and '$0 registry start'"
+            if [ "$1" = pause ]; then kill -STOP "$pid"; else kill -CONT "$pid"; fi
+            ;;
         *) die "usage: $0 registry stop|start|pause|resume|login-start" ;;
         esac
         ;;

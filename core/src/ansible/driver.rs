@@ -25,6 +25,9 @@ pub struct Invocation {
     /// The name the controller's action asks this binary to keep a copy of itself under
     /// (`_refit_keep_as`; ansible/keep.rs).
     pub keep_as: Option<String>,
+    /// The controller's action follows the call's progress (`_refit_progress`): a call that
+    /// lasts may detach (ansible/detach.rs).
+    pub progress: bool,
     /// Whose services the call manages (`scope`, `scope_user`), resolved once by the driver.
     pub scope: crate::scope::Scope,
 }
@@ -55,19 +58,38 @@ pub enum ArgsError {
     NotObject(PathBuf),
 }
 
-/// Splits an args file into the user's parameters and the invocation's internal keys. The
-/// path `-` is standard input, where refit's own action sends them (one round trip).
-pub fn read_args(path: &Path) -> Result<(Map<String, Value>, Invocation, bool), ArgsError> {
+/// The args, from a file or, for the path `-`, standard input, where refit's own action sends
+/// them (one round trip).
+pub fn read_text(path: &Path) -> Result<String, ArgsError> {
     let read = |source| ArgsError::Read {
         path: path.to_path_buf(),
         source,
     };
-    let text = if path == Path::new("-") {
-        std::io::read_to_string(std::io::stdin()).map_err(read)?
+    if path == Path::new("-") {
+        std::io::read_to_string(std::io::stdin()).map_err(read)
     } else {
-        std::fs::read_to_string(path).map_err(read)?
-    };
-    let value: Value = serde_json::from_str(&text).map_err(|source| ArgsError::Json {
+        std::fs::read_to_string(path).map_err(read)
+    }
+}
+
+/// What an args file holds.
+#[derive(Debug, Clone, Default)]
+pub struct Args {
+    /// The user's parameters.
+    pub params: Map<String, Value>,
+    pub inv: Invocation,
+    /// Ansible asked to drop the options this module does not know.
+    pub ignore_unknown: bool,
+}
+
+/// Splits an args file into the user's parameters and the invocation's internal keys.
+pub fn read_args(path: &Path) -> Result<Args, ArgsError> {
+    parse_args(&read_text(path)?, path)
+}
+
+/// Splits the text of an args file (read from `path`) as `read_args` does.
+pub fn parse_args(text: &str, path: &Path) -> Result<Args, ArgsError> {
+    let value: Value = serde_json::from_str(text).map_err(|source| ArgsError::Json {
         path: path.to_path_buf(),
         source,
     })?;
@@ -87,6 +109,7 @@ pub fn read_args(path: &Path) -> Result<(Map<String, Value>, Invocation, bool), 
             "_ansible_tmpdir" => inv.tmpdir = v.as_str().map(PathBuf::from),
             "_ansible_ignore_unknown_opts" => ignore_unknown = flag(&v),
             "_refit_keep_as" => inv.keep_as = v.as_str().map(str::to_string),
+            "_refit_progress" => inv.progress = flag(&v),
             // Other internal keys come and go with ansible-core versions.
             _ if k.starts_with("_ansible_") => {}
             _ => {
@@ -94,7 +117,11 @@ pub fn read_args(path: &Path) -> Result<(Map<String, Value>, Invocation, bool), 
             }
         }
     }
-    Ok((params, inv, ignore_unknown))
+    Ok(Args {
+        params,
+        inv,
+        ignore_unknown,
+    })
 }
 
 /// Runs a module: `body` gets typed parameters and the invocation, and returns its outcome.
@@ -117,7 +144,11 @@ where
                 env!("CARGO_PKG_VERSION")
             ));
         }
-        Some(path) => respond(spec, Path::new(path), body),
+        Some(path) => match super::detach::respond(spec, Path::new(path), body) {
+            Some(result) => result,
+            // Detached: the result goes to the run dir, and the ticket has been printed.
+            None => return ExitCode::SUCCESS,
+        },
         None => failure_json(&format!(
             "{} is an Ansible module: run it as `{} ARGS_FILE`, or see `{} --help`",
             spec.name, spec.name, spec.name
@@ -145,7 +176,24 @@ where
     E: std::fmt::Display,
     F: FnOnce(P, &Invocation) -> Result<Outcome, E>,
 {
-    let (mut raw, inv, ignore_unknown) = match read_args(path) {
+    match read_text(path) {
+        Ok(text) => answer(spec, path, &text, body),
+        Err(e) => failure_json(&e.to_string()),
+    }
+}
+
+/// `respond` for args already read (from `path`).
+pub fn answer<P, E, F>(spec: &ModuleSpec, path: &Path, text: &str, body: F) -> Value
+where
+    P: DeserializeOwned,
+    E: std::fmt::Display,
+    F: FnOnce(P, &Invocation) -> Result<Outcome, E>,
+{
+    let Args {
+        params: mut raw,
+        inv,
+        ignore_unknown,
+    } = match parse_args(text, path) {
         Ok(x) => x,
         Err(e) => return failure_json(&e.to_string()),
     };
@@ -169,6 +217,9 @@ where
         Err(e) => return failure_json(&e.to_string()),
     }
     let mut secrets = secrets(spec.options, &params);
+    if let Some(r) = crate::progress::recorder().as_mut() {
+        r.mask_with(with_escaped_forms(secrets.clone()));
+    }
     let module_args = masked_args(spec.options, &params);
     let typed: P = match serde_json::from_value(Value::Object(params)) {
         Ok(p) => p,

@@ -1,6 +1,7 @@
 //! The Ansible module protocol: the args file, the argument spec, validation and coercion,
 //! `no_log` masking and the result object. It knows nothing of units, systemd or podman.
 
+pub mod detach;
 pub mod doc;
 pub mod driver;
 pub mod keep;

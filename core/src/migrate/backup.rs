@@ -209,6 +209,7 @@ pub fn take(
     timeout: Duration,
 ) -> Result<Taken, BackupError> {
     let t0 = Instant::now();
+    let _step = crate::progress::step(format!("backing up {}", origin.source), Some(timeout));
     let stream_dir = state.ensure_backups(&b.stream)?;
     let dir = new_dir(&stream_dir, origin.source)?;
     let mut taken = Taken {

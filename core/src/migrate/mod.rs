@@ -591,7 +591,10 @@ fn migrate_prepared(
         let taken = backup::take(b, &origin, host, state, &p.stop_record, timeout)?;
         ready.report.backup = Some(Box::new(taken));
     }
-    match host.podman.run_prepared(container, timeout)? {
+    let migrating = crate::progress::step(format!("migrating {}", named_source(m)), Some(timeout));
+    let ended = host.podman.run_prepared(container, timeout)?;
+    drop(migrating);
+    match ended {
         Ended::TimedOut => Err(MigrateError::Timeout {
             secs: p.timeout,
             tail: tail(&host.podman.oneoff_output(container)),

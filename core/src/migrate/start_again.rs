@@ -22,6 +22,7 @@ pub fn start_again(
     min_healthy: Duration,
 ) -> Result<Vec<String>, MigrateError> {
     let t0 = host.clock.now();
+    let _step = crate::progress::step(format!("starting {}", stopped.join(", ")), Some(deadline));
     let set = host.systemd.show(stopped).map_err(StopError::from)?;
     // The migration's stop reset their start limit, and nothing started them since.
     let limit = StartLimit::ResetAtTheStop;
@@ -50,7 +51,14 @@ fn wait_healthy(
     }
     let mut pauses = crate::poll::Backoff::up_to(POLL);
     let mut serving_since: Option<Instant> = None;
+    // The moments shown as progress lines, each once per service.
+    let mut noted_started: Vec<String> = Vec::new();
+    let mut noted_healthy: Vec<String> = Vec::new();
     loop {
+        let statuses = host.systemd.show(services).map_err(StopError::from)?;
+        for s in statuses.iter().filter(|s| s.is_active()) {
+            note_once(&mut noted_started, &s.name, "started");
+        }
         let containers = host.podman.unit_containers(services)?;
         // (service, what it is doing instead of serving)
         let mut waiting: Vec<(&String, String)> = Vec::new();
@@ -58,7 +66,8 @@ fn wait_healthy(
             match containers.iter().find(|c| &c.unit == svc && c.running()) {
                 None => waiting.push((svc, "no running container".into())),
                 Some(c) => match &c.health {
-                    None | Some(Health::Healthy) => {}
+                    None => {}
+                    Some(Health::Healthy) => note_once(&mut noted_healthy, svc, "healthy"),
                     Some(Health::Unhealthy) => {
                         return Err(MigrateError::NotServing {
                             service: svc.clone(),
@@ -79,10 +88,7 @@ fn wait_healthy(
             serving_since = None;
         }
         // A service that stopped since its start will not serve by waiting.
-        let down: Vec<String> = host
-            .systemd
-            .show(services)
-            .map_err(StopError::from)?
+        let down: Vec<String> = statuses
             .into_iter()
             .filter(|s| !s.is_active())
             .map(|s| s.name)
@@ -105,5 +111,13 @@ fn wait_healthy(
             });
         }
         host.clock.sleep(pauses.pause());
+    }
+}
+
+/// One progress line for `service` reaching `moment`, the first time it is seen.
+fn note_once(noted: &mut Vec<String>, service: &str, moment: &str) {
+    if !noted.iter().any(|n| n == service) {
+        noted.push(service.to_string());
+        crate::progress::note(format!("{service} {moment}"));
     }
 }

@@ -15,6 +15,7 @@ pub fn pull(
     auth: Option<&str>,
     timeout: Duration,
 ) -> Result<String, PodmanError> {
+    let _step = crate::progress::step(format!("pulling {image}"), None);
     let pull_err = |detail: String| PodmanError::Pull {
         image: image.to_string(),
         detail,

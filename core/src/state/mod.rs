@@ -33,6 +33,7 @@ const MIGRATIONS: &str = "migrations";
 const SECRETS: &str = "secrets";
 const BACKUPS: &str = "backups";
 const UNITS: &str = "units";
+const RUNS: &str = "runs";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
@@ -157,6 +158,17 @@ impl StateDir {
     /// The backups an unfinished run took, which its recovery restores.
     pub fn backup_restore_list(&self, record: &str) -> PathBuf {
         self.path(&format!("{BACKUPS}/restore-{record}.json"))
+    }
+
+    /// Where detached module calls write their progress and result, one dir each
+    /// (ansible/detach.rs).
+    pub fn runs_dir(&self) -> PathBuf {
+        self.path(RUNS)
+    }
+
+    /// Creates the dir of one detached call, `name` a plain name, each dir on the way 0700.
+    pub fn ensure_run_dir(&self, name: &str) -> Result<PathBuf, StateError> {
+        self.ensure(&format!("{RUNS}/{name}"))
     }
 
     /// Creates the directory a path of this state dir lives in, refusing symlinks on the way.

@@ -11,31 +11,29 @@
 set -euo pipefail
 host=$1 phase=$2 target=$3 log=$4
 shift 4
-repo=$(cd "$(dirname "$0")/../../.." && pwd)
-bed=$repo/tests/testbed/testbed.sh
-modules='ansible-tmp-[^ ]*/(AnsiballZ_)?(container_unit|run_migrations|stop_services|flow_state) '
+# shellcheck source=tests/integration/files/in_phase.sh
+. "$(dirname "$0")/in_phase.sh"
 
 # Runs on the host, so a phase is caught and struck within milliseconds: a module process of
-# the phase (told by the module and the state in its args file, argv[1]) or, for migrate, the
+# the phase (told by the module and the state in its args file) or, for migrate, the
 # migration's one-off container running. Every 10 ms, since a start phase with nothing left to
 # do (its service started again after its migration) runs for some 50 ms; at most 6000 looks,
 # about 90 s.
 watch=$(cat <<'SH'
-phase=$1 target=$2 modules=$3
+phase=$1 target=$2
 i=0
 while [ $i -lt 6000 ]; do
-    for p in $(pgrep -f "$modules"); do
-        cmd=$(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null) || continue
-        args=${cmd#* }; args=${args%% *}
-        case $phase in
-        fetch) case $cmd in *flow_state*) grep -qs '"action": "begin"' "$args" || continue ;; *) continue ;; esac ;;
-        start) case $cmd in *container_unit*) grep -qs '"state": "started"' "$args" || continue ;; *) continue ;; esac ;;
-        recover) case $cmd in *container_unit*) grep -qs '"state": "rolled_back"' "$args" || continue ;; *) continue ;; esac ;;
-        migrate) case $cmd in *run_migrations*) podman ps -q --filter label=io.refit.migration | grep -q . || continue ;; *) continue ;; esac ;;
-        esac
+    p=
+    case $phase in
+    fetch) p=$(module flow_state '"action": "begin"') || p= ;;
+    start) p=$(module container_unit '"state": "started"') || p= ;;
+    recover) p=$(module container_unit '"state": "rolled_back"') || p= ;;
+    migrate) podman ps -q --filter label=io.refit.migration | grep -q . && p=$(module run_migrations '"') || p= ;;
+    esac
+    if [ -n "$p" ]; then
         [ "$target" = module ] && kill -KILL "$p"
         exit 0
-    done
+    fi
     i=$((i + 1))
     sleep 0.01
 done
@@ -43,17 +41,10 @@ exit 1
 SH
 )
 
-t0=$(date +%s%3N)
-# refit_kept_modules=false: each module runs from its args file, which tells its phase here.
-setsid ansible-playbook refit.containers.update -e "refit_hosts=$host" -e refit_kept_modules=false "$@" > "$log" 2>&1 &
-pid=$!
-if ! "$bed" exec "$host" sh -c "$watch" watch "$phase" "$target" "$modules"; then
-    kill -KILL -- "-$pid" 2> /dev/null || true
-    echo "phase $phase was never seen in $(($(date +%s%3N) - t0)) ms; the run's log:" >&2
-    tail -n 30 "$log" >&2
-    exit 1
-fi
-at=$(($(date +%s%3N) - t0))
+start_run refit.containers.update "$host" "$log" "$@"
+pid=$run_pid
+watch_host "$host" "phase $phase" "$log" "$watch" "$phase" "$target"
+at=$(($(date +%s%3N) - run_t0))
 [ "$target" = controller ] && kill -KILL -- "-$pid"
 # The controller ends (killed, or through its own recovery after a killed module), reaped by
 # `wait` (`kill -0` is true of a zombie, and cost each trial a minute), at most 120 s.

@@ -16,24 +16,15 @@
 set -euo pipefail
 host=$1 moment=$2 log=$3
 shift 3
-repo=$(cd "$(dirname "$0")/../../.." && pwd)
-bed=$repo/tests/testbed/testbed.sh
-modules='ansible-tmp-[^ ]*/(AnsiballZ_)?(container_unit|run_migrations|flow_state|data_step) '
+# shellcheck source=tests/integration/files/in_phase.sh
+. "$(dirname "$0")/in_phase.sh"
 
 # Runs on the host: finds the moment, freezes the module of that phase, and exits 0. Every
 # 10 ms, at most 6000 looks (about 90 s).
 watch=$(cat <<'SH'
-moment=$1 modules=$2
+moment=$1
 mkdir -p /run/refit-test
 : > /run/refit-test/t0
-module() { # the first module process whose module and args match $1 $2
-    for p in $(pgrep -f "$modules"); do
-        cmd=$(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null) || continue
-        args=${cmd#* }; args=${args%% *}
-        case $cmd in *"$1"*) grep -qs "$2" "$args" && { echo "$p"; return 0; } ;; esac
-    done
-    return 1
-}
 migrating() { podman ps -q --filter label=io.refit.migration=api.service | grep -q .; }
 i=0
 while [ $i -lt 6000 ]; do
@@ -66,17 +57,10 @@ exit 1
 SH
 )
 
-t0=$(date +%s%3N)
-# refit_kept_modules=false: each module runs from its args file, which tells its phase here.
-setsid ansible-playbook "refit.containers.${POWER_OFF_FLOW:-upgrade}" -e "refit_hosts=$host" -e refit_kept_modules=false "$@" > "$log" 2>&1 &
-pid=$!
-if ! "$bed" exec "$host" sh -c "$watch" watch "$moment" "$modules"; then
-    kill -KILL -- "-$pid" 2> /dev/null || true
-    echo "moment $moment was never seen in $(($(date +%s%3N) - t0)) ms; the run's log:" >&2
-    tail -n 30 "$log" >&2
-    exit 1
-fi
-at=$(($(date +%s%3N) - t0))
+start_run "refit.containers.${POWER_OFF_FLOW:-upgrade}" "$host" "$log" "$@"
+pid=$run_pid
+watch_host "$host" "moment $moment" "$log" "$watch" "$moment"
+at=$(($(date +%s%3N) - run_t0))
 kill -KILL -- "-$pid" 2> /dev/null || true
 wait "$pid" 2> /dev/null || true
 rebooted=$("$bed" reboot "$host" 2>&1)

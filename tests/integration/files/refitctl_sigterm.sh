@@ -4,18 +4,15 @@
 # key=value lines for test_refitctl_signals.yml. Every wait is bounded.
 # Usage: refitctl_sigterm.sh REFITCTL DIR, with REFITCTL_STATE_DIR set by the caller.
 set -uo pipefail
+# shellcheck source=tests/integration/files/refitctl_waits.sh
+. "$(dirname "$0")/refitctl_waits.sh"
 ctl=$1 dir=$2
 
 "$ctl" update > "$dir/first.out" 2> "$dir/first.err" &
 first=$!
 echo "first_pid=$first"
 # refitctl takes its lock before it starts ansible-playbook: once the child runs, the lock is held.
-child=
-for _ in $(seq 100); do
-    child=$(pgrep -P "$first" | head -1)
-    [ -z "$child" ] || break
-    sleep 0.1
-done
+child=$(first_child "$first")
 if [ -z "$child" ]; then
     echo "error=refitctl started no ansible-playbook within 10 s"
     kill -TERM "$first"
@@ -30,16 +27,7 @@ echo "second_err=$(tr '\n' ' ' < "$dir/second.err")"
 # The progress callback's first line: the second must not have started a play.
 echo "second_progress=$(grep -c '^refit:' "$dir/second.out")"
 
-started=0
-for _ in $(seq 1200); do
-    if grep -qE '^ +[0-9.]+s +\* +start ' "$dir/first.out"; then
-        started=1
-        break
-    fi
-    kill -0 "$first" 2> /dev/null || break
-    sleep 0.1
-done
-echo "start_phase_seen=$started"
+wait_start_phase "$dir/first.out" "$first"
 
 t0=$(date +%s%3N)
 kill -TERM "$first"
