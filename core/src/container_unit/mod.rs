@@ -86,6 +86,8 @@ pub struct Params {
     pub timeout: u64,
     pub min_healthy_time: u64,
     pub max_parallel: u64,
+    #[serde(default = "one")]
+    pub max_parallel_units: u64,
     pub checkpoint: Option<String>,
     /// The flow run this call is part of.
     #[serde(default)]
@@ -146,6 +148,8 @@ pub enum UnitError {
     Scope(#[from] crate::scope::ScopeError),
     #[error("max_parallel must be at least 1")]
     MaxParallel,
+    #[error("max_parallel_units must be at least 1")]
+    MaxParallelUnits,
     #[error("keep_revisions must be from 1 to {max}; {0} was given", max = crate::state::MAX_KEEP_REVISIONS)]
     KeepRevisions(u64),
     #[error("rollback_to: {0} is not rolled back; give rollback_to only with state: rolled_back")]
@@ -233,6 +237,11 @@ fn render_error(e: RenderError) -> UnitError {
     }
 }
 
+/// `max_parallel_units` for parameters built without it: one unit at a time, as before it was.
+fn one() -> u64 {
+    1
+}
+
 /// How a run goes, for every target of it.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -244,6 +253,8 @@ pub struct Settings {
     pub timeout: Duration,
     pub min_healthy: Duration,
     pub max_parallel: usize,
+    /// Units started and health-gated at once, when none depends on another.
+    pub max_parallel_units: usize,
 }
 
 pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitError> {
@@ -279,6 +290,10 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
             .ok()
             .filter(|n| *n > 0)
             .ok_or(UnitError::MaxParallel)?,
+        max_parallel_units: usize::try_from(p.max_parallel_units)
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or(UnitError::MaxParallelUnits)?,
     };
 
     // The registries' answers and the host's state are independent reads: ask both at once.
@@ -440,6 +455,9 @@ pub fn validate(p: &Params) -> Result<Reads, UnitError> {
     let targets = target::targets(p, &secrets::SecretKey::placeholder())?;
     if p.max_parallel == 0 {
         return Err(UnitError::MaxParallel);
+    }
+    if p.max_parallel_units == 0 {
+        return Err(UnitError::MaxParallelUnits);
     }
     if !(1..=crate::state::MAX_KEEP_REVISIONS as u64).contains(&p.keep_revisions) {
         return Err(UnitError::KeepRevisions(p.keep_revisions));

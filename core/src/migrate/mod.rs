@@ -18,6 +18,7 @@ pub mod spec;
 mod staged;
 mod stamp;
 mod start_again;
+mod together;
 
 pub use error::MigrateError;
 pub use judge::judge_all;
@@ -57,27 +58,48 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, MigrateE
     if p.restore {
         return restore(&p, inv, host, &state, t0);
     }
+    let deps = together::dependencies(&list, &p, host)?;
+    let books = pending::Books::default();
+    // Independent migrations run at once, each with its own stop, migration and start; one
+    // that fails starts nothing more, and those running finish.
+    let mut walked = crate::parallel::walk(
+        list.iter().collect(),
+        &deps,
+        together::AT_ONCE,
+        |m| {
+            let mut revealed = Vec::new();
+            let d = run_one(m, &p, inv, host, &state, &mut revealed, &books);
+            (d, revealed)
+        },
+        |(d, _)| d.as_ref().is_ok_and(|d| !d.failed),
+    );
+    // Reported in the order they were given, whatever order they finished in.
+    walked.sort_by_key(|w| w.index);
     // The values of the units' secrets, once read for a run: masked like parameters.
     let mut revealed = Vec::new();
     let mut done = Vec::with_capacity(list.len());
-    for m in &list {
-        let d = match run_one(m, &p, inv, host, &state, &mut revealed) {
-            Ok(d) => d,
-            // An error may quote a migration's output (a timeout's tail), and a migration may
-            // print the secrets it was given: a failed result carries them to be masked, as
-            // a finished one does.
-            Err(e) if !revealed.is_empty() => {
-                let mut out = Outcome::default().failed(e.to_string());
-                out.mask_also = revealed;
-                return Ok(out);
+    let mut error = None;
+    for w in walked {
+        let (d, seen) = w.answer;
+        revealed.extend(seen);
+        match d {
+            Ok(d) => done.push(d),
+            Err(e) => {
+                error.get_or_insert(e);
             }
-            Err(e) => return Err(e),
-        };
-        let failed = d.failed;
-        done.push(d);
-        if failed {
-            break;
         }
+    }
+    match error {
+        // An error may quote a migration's output (a timeout's tail), and a migration may
+        // print the secrets it was given: a failed result carries them to be masked, as a
+        // finished one does.
+        Some(e) if !revealed.is_empty() => {
+            let mut out = Outcome::default().failed(e.to_string());
+            out.mask_also = revealed;
+            return Ok(out);
+        }
+        Some(e) => return Err(e),
+        None => {}
     }
     let changed = done.iter().any(|d| d.changed);
     let failed = done.iter().find(|d| d.failed).map(|d| d.msg.clone());

@@ -12,6 +12,17 @@ use crate::podman::{Ended, Guard, OneOff, Prepared};
 use crate::state::StateDir;
 use std::time::Duration;
 
+/// What migrations running at once share, taken one at a time: the run's stop record and its
+/// list of backups, both read, changed and written again.
+pub(super) type Books = std::sync::Mutex<()>;
+
+/// Where a migration's stop and backup are recorded.
+struct At<'a> {
+    state: &'a StateDir,
+    stop_record: &'a std::path::Path,
+    books: &'a Books,
+}
+
 /// What one migration did: its report, whether it changed anything, and its message, or the
 /// failure that ends the run.
 pub(super) struct Done {
@@ -33,6 +44,7 @@ pub(super) fn run_one(
     host: &Host,
     state: &StateDir,
     revealed: &mut Vec<String>,
+    books: &Books,
 ) -> Result<Done, MigrateError> {
     let checked_pending = p.checked_pending.get(&named_source(m)).map(String::as_str);
     let ready = match judge(m, p, inv, host, state, revealed, checked_pending)? {
@@ -40,14 +52,18 @@ pub(super) fn run_one(
         Judged::Pending(r) => *r,
     };
     let stop_record = crate::stop_services::record_path(state, &p.stop_record)?;
-    backup::forget_finished(state, &p.stop_record, &stop_record)?;
     let spec = OneOff {
         command: m.command.clone(),
         ..ready.oneoff.spec.clone()
     };
     // The guard removes the container on every early return, and on a panic.
     let container = Guard::new(host.podman, host.podman.prepare_oneoff(&spec)?);
-    let done = migrate_prepared(m, p, host, state, &stop_record, ready, container.prepared());
+    let at = At {
+        state,
+        stop_record: &stop_record,
+        books,
+    };
+    let done = migrate_prepared(m, p, host, &at, ready, container.prepared());
     let removed = container.remove();
     let done = done?;
     removed?;
@@ -60,12 +76,19 @@ fn migrate_prepared(
     m: &Migration,
     p: &Params,
     host: &Host,
-    state: &StateDir,
-    stop_record: &std::path::Path,
+    at: &At,
     mut ready: Ready,
     container: &Prepared,
 ) -> Result<Done, MigrateError> {
+    let (state, stop_record) = (at.state, at.stop_record);
     let timeout = Duration::from_secs(p.timeout);
+    // Migrations running at once share the run's stop record and backup list: one at a time
+    // reads and writes them. Held until its services are stopped and backed up.
+    let books = at
+        .books
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    backup::forget_finished(state, &p.stop_record, stop_record)?;
     if p.stop_first {
         // Pending, so the service and what needs it stop before the schema changes under them.
         let how = crate::stop_services::StopOptions {
@@ -94,6 +117,7 @@ fn migrate_prepared(
         let taken = backup::take(b, &origin, host, state, &p.stop_record, timeout)?;
         ready.report.backup = Some(Box::new(taken));
     }
+    drop(books);
     match host.podman.run_prepared(container, timeout)? {
         Ended::TimedOut => Err(MigrateError::Timeout {
             secs: p.timeout,
