@@ -238,7 +238,7 @@ fn render_error(e: RenderError) -> UnitError {
 }
 
 /// `max_parallel_units` for parameters built without it: one unit at a time, as before it was.
-fn one() -> u64 {
+pub(crate) fn one() -> u64 {
     1
 }
 
