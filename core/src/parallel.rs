@@ -37,6 +37,83 @@ pub fn join<A: Send, B>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> 
     })
 }
 
+/// One item a walk finished: its index among the items, and `f`'s answer.
+pub struct Walked<R> {
+    pub index: usize,
+    pub answer: R,
+}
+
+/// `f` applied to every item once the items it depends on (`deps[i]`, indices of items) have
+/// finished with an answer `go_on` accepts, at most `width` at once: a walk of a dependency
+/// graph. The first answer `go_on` refuses starts nothing more; what runs then still finishes.
+/// Answers come in the order they finished; items never started are left out. Indices in
+/// `deps` that are out of range or the item itself are ignored, and a cycle is never entered:
+/// its items are left out. A panic in `f` is resumed on the caller's thread.
+pub fn walk<T: Send, R: Send>(
+    items: Vec<T>,
+    deps: &[Vec<usize>],
+    width: usize,
+    f: impl Fn(T) -> R + Sync,
+    go_on: impl Fn(&R) -> bool,
+) -> Vec<Walked<R>> {
+    let n = items.len();
+    let mut waiting = vec![0usize; n];
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, on) in deps.iter().enumerate().take(n) {
+        let on: std::collections::BTreeSet<usize> =
+            on.iter().copied().filter(|&j| j < n && j != i).collect();
+        waiting[i] = on.len();
+        for j in on {
+            dependents[j].push(i);
+        }
+    }
+    let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
+    let mut ready: std::collections::VecDeque<usize> =
+        (0..n).filter(|&i| waiting[i] == 0).collect();
+    let mut out = Vec::with_capacity(n);
+    let f = &f;
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut running = 0usize;
+        let mut stopped = false;
+        loop {
+            while !stopped && running < width.max(1) {
+                let Some(item) = ready.pop_front().and_then(|i| Some((i, slots[i].take()?))) else {
+                    break;
+                };
+                let tx = tx.clone();
+                running += 1;
+                s.spawn(move || {
+                    let (i, item) = item;
+                    let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(item)));
+                    // The receiver lives until every thread answered: a send cannot fail.
+                    let _ = tx.send((i, answer));
+                });
+            }
+            if running == 0 {
+                break;
+            }
+            let Ok((index, answer)) = rx.recv() else {
+                break;
+            };
+            running -= 1;
+            let answer = answer.unwrap_or_else(|p| std::panic::resume_unwind(p));
+            if go_on(&answer) {
+                for &k in &dependents[index] {
+                    waiting[k] -= 1;
+                    if waiting[k] == 0 {
+                        ready.push_back(k);
+                    }
+                }
+            } else {
+                stopped = true;
+            }
+            out.push(Walked { index, answer });
+        }
+    });
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +163,55 @@ mod tests {
             map(vec![1], 4, |_| std::thread::current().id()),
             vec![caller]
         );
+    }
+
+    #[test]
+    fn a_walk_starts_independent_items_together_and_dependents_after() {
+        let both = std::sync::Barrier::new(2);
+        // 0 and 1 wait for each other: run one after the other, this would never return.
+        let deps = vec![vec![], vec![], vec![0, 1], vec![2]];
+        let order = std::sync::Mutex::new(Vec::new());
+        let out = walk(
+            vec![0, 1, 2, 3],
+            &deps,
+            4,
+            |i: usize| {
+                if i < 2 {
+                    both.wait();
+                }
+                order.lock().expect("order").push(i);
+                i
+            },
+            |_| true,
+        );
+        let order = order.into_inner().expect("order");
+        assert_eq!(&order[2..], &[2, 3], "{order:?}");
+        assert_eq!(out.iter().map(|w| w.answer).collect::<Vec<_>>(), order);
+    }
+
+    #[test]
+    fn a_refused_answer_starts_nothing_more_and_width_bounds_the_walk() {
+        let now = AtomicUsize::new(0);
+        let most = AtomicUsize::new(0);
+        let deps = vec![vec![], vec![], vec![], vec![0], vec![]];
+        let out = walk(
+            (0..5).collect(),
+            &deps,
+            2,
+            |i: usize| {
+                let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(n, Ordering::SeqCst);
+                // 0 ends first and refuses, while 1 still runs.
+                std::thread::sleep(Duration::from_millis(10 + 30 * i as u64));
+                now.fetch_sub(1, Ordering::SeqCst);
+                i
+            },
+            |&i| i != 0,
+        );
+        assert!(most.load(Ordering::SeqCst) <= 2, "{most:?}");
+        let ran: Vec<usize> = out.iter().map(|w| w.index).collect();
+        // 0 and 1 ran together; 0 refused, so 3 (after 0), 2 and 4 never started.
+        assert_eq!(ran.len(), 2, "{ran:?}");
+        assert!(ran.contains(&0) && ran.contains(&1), "{ran:?}");
     }
 }

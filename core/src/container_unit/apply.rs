@@ -28,58 +28,70 @@ pub struct Applier<'a> {
 }
 
 impl Applier<'_> {
-    /// Applies every target in order. On a failure, the failed target is rolled back, and so
-    /// is every target this run changed before it, newest first.
+    /// Applies every target once those it depends on (After=, Requires=, Wants=, PartOf= on
+    /// their services) are converged, up to `max_parallel_units` at once: targets that do not
+    /// depend on each other start and are health-gated together. On a failure nothing more
+    /// starts; what runs finishes. The failed target is rolled back, and so is every target
+    /// this run changed, newest first. A restore goes on past a failure instead, and reports
+    /// every one.
     pub fn apply_all(&self, work: &mut [Work]) -> Result<(), RunFailed> {
+        let deps = dependencies(work);
+        let walked = crate::parallel::walk(
+            work.iter_mut().collect(),
+            &deps,
+            self.settings.max_parallel_units,
+            |(t, obs, plan, report): &mut Work| {
+                if !plan.changes() {
+                    return Ok(false);
+                }
+                self.apply_target(t, obs, plan, report).map(|()| true)
+            },
+            |r| self.settings.restoring || r.is_ok(),
+        );
         let mut done: Vec<usize> = Vec::new();
-        let mut restore_failed: Option<RunFailed> = None;
-        for i in 0..work.len() {
-            let (t, obs, plan, report) = &mut work[i];
-            if !plan.changes() {
-                continue;
+        let mut failures = Vec::new();
+        for w in walked {
+            match w.answer {
+                Ok(true) => done.push(w.index),
+                Ok(false) => {}
+                Err(failed) => failures.push((w.index, failed)),
             }
-            let Err(failed) = self.apply_target(t, obs, plan, report) else {
-                done.push(i);
-                continue;
-            };
-            if self.settings.restoring {
-                // The others still go back: a unit left on the failed release helps no one.
-                match &mut restore_failed {
-                    None => {
-                        restore_failed = Some(RunFailed {
-                            failed: Box::new(failed),
-                            also_rolled_back: Vec::new(),
-                            also_failed: Vec::new(),
-                        })
-                    }
-                    Some(first) => first.also_failed.push(failed.to_string()),
-                }
-                continue;
-            }
-            let mut also_rolled_back = Vec::new();
-            if self.settings.rollback {
-                for &j in done.iter().rev() {
-                    let (t, obs, plan, report) = &mut work[j];
-                    let Some(d) = &t.desired else { continue };
-                    let started: Vec<String> =
-                        plan.starts.iter().map(|(svc, _)| svc.clone()).collect();
-                    let undo = Undo {
-                        t,
-                        obs,
-                        failed: (d.revision.clone(), obs.image_id.clone()),
-                        replaced: &started,
-                    };
-                    also_rolled_back
-                        .push((t.name.file_name(), self.roll_back_noted(&undo, report)));
-                }
-            }
+        }
+        let mut failures = failures.into_iter();
+        let Some((_, failed)) = failures.next() else {
+            return Ok(());
+        };
+        if self.settings.restoring {
+            // The others still went back: a unit left on the failed release helps no one.
             return Err(RunFailed {
                 failed: Box::new(failed),
-                also_rolled_back,
-                also_failed: Vec::new(),
+                also_rolled_back: Vec::new(),
+                also_failed: failures.map(|(_, f)| f.to_string()).collect(),
             });
         }
-        restore_failed.map_or(Ok(()), Err)
+        // A target that failed beside the first was rolled back by its own failure.
+        let mut also_rolled_back: Vec<(String, String)> = failures
+            .map(|(i, f)| (work[i].0.name.file_name(), format!("failed too: {f}")))
+            .collect();
+        if self.settings.rollback {
+            for &j in done.iter().rev() {
+                let (t, obs, plan, report) = &mut work[j];
+                let Some(d) = &t.desired else { continue };
+                let started: Vec<String> = plan.starts.iter().map(|(svc, _)| svc.clone()).collect();
+                let undo = Undo {
+                    t,
+                    obs,
+                    failed: (d.revision.clone(), obs.image_id.clone()),
+                    replaced: &started,
+                };
+                also_rolled_back.push((t.name.file_name(), self.roll_back_noted(&undo, report)));
+            }
+        }
+        Err(RunFailed {
+            failed: Box::new(failed),
+            also_rolled_back,
+            also_failed: Vec::new(),
+        })
     }
 
     /// Carries out one target's plan. Any failure once the host was touched (the file written,
@@ -320,6 +332,27 @@ fn in_transition(st: &crate::systemd::UnitStatus) -> bool {
             st.active_state(),
             "activating" | "deactivating" | "reloading"
         )
+}
+
+/// For each target, the earlier targets that run a service it is ordered after. The work is in
+/// dependency order already, so only earlier ones count: a cycle, broken there, stays broken.
+fn dependencies(work: &[Work]) -> Vec<Vec<usize>> {
+    let mut runs: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (i, (t, ..)) in work.iter().enumerate() {
+        for s in t.services().into_iter().chain([t.name.service()]) {
+            runs.entry(s).or_insert(i);
+        }
+    }
+    work.iter()
+        .enumerate()
+        .map(|(i, (t, ..))| {
+            t.after
+                .iter()
+                .filter_map(|s| runs.get(s).copied())
+                .filter(|&j| j < i)
+                .collect()
+        })
+        .collect()
 }
 
 /// Creates and removes the boot links of template instances, before the reload that reads them.

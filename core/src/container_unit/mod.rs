@@ -10,6 +10,7 @@ pub mod adopt;
 mod apply;
 mod checkpoint;
 mod desired;
+mod error;
 mod failure;
 mod fetch;
 mod inputs;
@@ -28,21 +29,18 @@ pub mod spec;
 mod target;
 
 use crate::ansible::{Invocation, Outcome};
-use crate::converge::WaitError;
 use crate::plan::{Action, Wanted};
-use crate::podman::PodmanError;
 use crate::quadlet::NewText;
 use crate::registry::Asked;
-use crate::state::{StateDir, StateError};
-use crate::systemd::SystemdError;
+use crate::state::StateDir;
 use crate::unit::ContainerOptions;
-use crate::unit::name::NameError;
-use crate::unit::render::RenderError;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub use crate::host::Host;
+pub use error::UnitError;
+use error::render_error;
 pub use observe::Observation;
 pub use report::Report;
 pub use target::{Desired, Target, TargetPlan};
@@ -87,6 +85,8 @@ pub struct Params {
     pub timeout: u64,
     pub min_healthy_time: u64,
     pub max_parallel: u64,
+    #[serde(default = "one")]
+    pub max_parallel_units: u64,
     pub checkpoint: Option<String>,
     /// The flow run this call is part of.
     #[serde(default)]
@@ -102,136 +102,9 @@ pub struct Params {
     pub history: bool,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum UnitError {
-    #[error(transparent)]
-    Name(#[from] NameError),
-    #[error(transparent)]
-    Render(#[from] RenderError),
-    #[error("{0} is a template; give the instances to run with `instances: [1, 2, 3]`")]
-    TemplateWithoutInstances(String),
-    #[error("{0} is not a template, so it has no instances; name it `NAME@` to run instances")]
-    InstancesWithoutTemplate(String),
-    #[error(
-        "canary: {0} is not a template, so it has no instances to hold back; leave canary out, or name it `NAME@`"
-    )]
-    CanaryWithoutTemplate(String),
-    #[error("instance {1:?} of {0} is not a valid instance name; use letters, digits and :_.-")]
-    BadInstance(String, String),
-    #[error("{0} appears twice in `units`; give each unit once")]
-    Duplicate(String),
-    #[error("instance {1:?} of {0} is listed twice in `instances`; give each instance once")]
-    DuplicateInstance(String, String),
-    #[error(
-        "install: {key}={value} is not a unit name (such as multi-user.target); boot links are made from it, so it must be one"
-    )]
-    BadInstall { key: &'static str, value: String },
-    #[error(
-        "{unit} needs the podman secret {secret}, which is gone; deploy the unit with its secret_env again instead of rolling back"
-    )]
-    SecretGone { unit: String, secret: String },
-    /// An error in one parameter (or one `units` entry), named by its path.
-    #[error("{at}: {source}")]
-    In {
-        at: String,
-        #[source]
-        source: Box<UnitError>,
-    },
-    #[error("`units` entries need a name; entry {0} has none")]
-    UnnamedUnit(usize),
-    #[error(
-        "give the unit's options inside each `units` entry, not beside `units` ({0} was given at the top level)"
-    )]
-    MixedUnits(&'static str),
-    #[error(transparent)]
-    Scope(#[from] crate::scope::ScopeError),
-    #[error("max_parallel must be at least 1")]
-    MaxParallel,
-    #[error("keep_revisions must be from 1 to {max}; {0} was given", max = crate::state::MAX_KEEP_REVISIONS)]
-    KeepRevisions(u64),
-    #[error("rollback_to: {0} is not rolled back; give rollback_to only with state: rolled_back")]
-    RollbackToWithoutRollback(String),
-    #[error(transparent)]
-    Pick(#[from] crate::state::PickError),
-    #[error(
-        "stage: a stage is named by `checkpoint`; `state: present` writes one and `state: started` installs what it holds; give a checkpoint and one of those states, or leave stage out"
-    )]
-    StageNeeds,
-    #[error("checkpoint name {0:?} must be a plain name: letters, digits, - and _")]
-    BadCheckpoint(String),
-    #[error("{0} is not in the checkpoint, so there is nothing recorded to roll it back to")]
-    NotInCheckpoint(String),
-    #[error(
-        "image {0} is not present locally and pull is `never`; load it first (podman load -i ARCHIVE), or allow pulls"
-    )]
-    ImageMissing(String),
-    #[error(
-        "{0} has no earlier revision recorded in the state dir, so there is nothing to roll back to"
-    )]
-    NoPrevious(String),
-    #[error("{unit}: the unit file on disk does not parse ({detail}); fix or remove {path}")]
-    BadFileOnDisk {
-        unit: String,
-        path: PathBuf,
-        detail: String,
-    },
-    #[error(
-        "restart_on_change: {0:?} is not an absolute path; give each file as a full path, such as /etc/app/settings.yaml"
-    )]
-    InputPath(String),
-    #[error(
-        "restart_on_change: cannot read {path}; create it, or leave it out of restart_on_change"
-    )]
-    InputFile {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error(
-        "{unit} names the podman secret {secret}, which does not exist; create it (podman secret create {secret} FILE) before the run, or take it out of the unit"
-    )]
-    SecretMissing { unit: String, secret: String },
-    #[error(transparent)]
-    State(#[from] StateError),
-    #[error(transparent)]
-    Systemd(#[from] SystemdError),
-    #[error(transparent)]
-    Podman(#[from] PodmanError),
-    #[error(transparent)]
-    Registry(#[from] crate::registry::RegistryError),
-    #[error(transparent)]
-    Wait(#[from] WaitError),
-    #[error(transparent)]
-    Quadlet(#[from] crate::quadlet::QuadletError),
-    #[error(transparent)]
-    DropIn(#[from] crate::unit::dropins::DropInError),
-    #[error(transparent)]
-    Reference(#[from] references::ReferenceError),
-}
-
-impl UnitError {
-    /// The same error, named as coming from the parameter (or entry) `at`.
-    pub fn within(self, at: &str) -> UnitError {
-        match self {
-            UnitError::In { at: inner, source } => UnitError::In {
-                at: format!("{at}.{inner}"),
-                source,
-            },
-            other => UnitError::In {
-                at: at.to_string(),
-                source: Box::new(other),
-            },
-        }
-    }
-}
-
-/// A render error, named by its parameter where the message does not say it already.
-fn render_error(e: RenderError) -> UnitError {
-    match e {
-        RenderError::Image(_) => UnitError::Render(e).within("image"),
-        RenderError::Parse(_) => UnitError::Render(e).within("content"),
-        other => UnitError::Render(other),
-    }
+/// `max_parallel_units` for parameters built without it: one unit at a time, as before it was.
+pub(crate) fn one() -> u64 {
+    1
 }
 
 /// How a run goes, for every target of it.
@@ -245,6 +118,8 @@ pub struct Settings {
     pub timeout: Duration,
     pub min_healthy: Duration,
     pub max_parallel: usize,
+    /// Units started and health-gated at once, when none depends on another.
+    pub max_parallel_units: usize,
 }
 
 pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitError> {
@@ -280,6 +155,10 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
             .ok()
             .filter(|n| *n > 0)
             .ok_or(UnitError::MaxParallel)?,
+        max_parallel_units: usize::try_from(p.max_parallel_units)
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or(UnitError::MaxParallelUnits)?,
     };
 
     // The registries' answers and the host's state are independent reads: ask both at once.
@@ -441,6 +320,9 @@ pub fn validate(p: &Params) -> Result<Reads, UnitError> {
     let targets = target::targets(p, &secrets::SecretKey::placeholder())?;
     if p.max_parallel == 0 {
         return Err(UnitError::MaxParallel);
+    }
+    if p.max_parallel_units == 0 {
+        return Err(UnitError::MaxParallelUnits);
     }
     if !(1..=crate::state::MAX_KEEP_REVISIONS as u64).contains(&p.keep_revisions) {
         return Err(UnitError::KeepRevisions(p.keep_revisions));

@@ -16,7 +16,7 @@ const STATES: &[&str] = &[
 ];
 
 const UNIT_COUNT: usize = 23;
-const RUN_COUNT: usize = 19;
+const RUN_COUNT: usize = 20;
 
 /// What describes one unit.
 pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
@@ -149,6 +149,12 @@ const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
     )
     .default(Default::Int(1000)),
     OptionSpec::new("max_parallel", Kind::Int, "Template instances replaced at once.").default(Default::Int(1)),
+    OptionSpec::new(
+        "max_parallel_units",
+        Kind::Int,
+        "With O(units), units started and health-gated at once. A unit starts once every unit it is ordered after (C(After=), C(Requires=), C(Wants=), C(PartOf=) on their services) has converged; units that do not depend on each other start together. A template's instances still go in batches of O(max_parallel).",
+    )
+    .default(Default::Int(1)),
     OptionSpec::new(
         "checkpoint",
         Kind::Str,

@@ -269,7 +269,7 @@ fn after_of(o: &ContainerOptions, unit: Option<&UnitFile>) -> Vec<String> {
         .map(|d| crate::unit::name::service_name(d))
         .collect();
     if let Some(u) = unit {
-        for key in ["After", "Requires", "BindsTo", "Wants"] {
+        for key in ["After", "Requires", "BindsTo", "Wants", "PartOf"] {
             after.extend(
                 u.values("Unit", key)
                     .flat_map(|v| v.split_whitespace().map(str::to_string)),

@@ -98,6 +98,8 @@ pub struct Params {
     pub auth_file: Option<PathBuf>,
     pub timeout: u64,
     pub max_parallel: u64,
+    #[serde(default = "crate::container_unit::one")]
+    pub max_parallel_units: u64,
     pub min_healthy_time: u64,
     pub keep_revisions: u64,
     pub quadlet_dir: PathBuf,

@@ -58,6 +58,7 @@ fn unit_params(
             "pull": p.pull(),
             "timeout": p.timeout,
             "max_parallel": p.max_parallel,
+            "max_parallel_units": p.max_parallel_units,
             "min_healthy_time": p.min_healthy_time,
             "keep_revisions": p.keep_revisions,
             // The checkpoint of how every unit was before this run, which recovery restores.

@@ -89,6 +89,12 @@ pub static OPTIONS: &[OptionSpec] = &[
     )
     .default(Default::Int(1)),
     OptionSpec::new(
+        "max_parallel_units",
+        Kind::Int,
+        "Units the start phase starts at once, as `container_unit` `max_parallel_units`: judged here, before anything is touched.",
+    )
+    .default(Default::Int(1)),
+    OptionSpec::new(
         "min_healthy_time",
         Kind::Int,
         "Milliseconds a new revision must stay healthy in the start phase, as `container_unit` `min_healthy_time`: judged here, before anything is touched.",

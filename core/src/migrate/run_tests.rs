@@ -376,3 +376,46 @@ fn a_stop_that_fails_after_the_create_still_removes_the_container() {
         "neither migrated nor started: {calls:?}"
     );
 }
+
+/// Migrations of app and web in one call, each container running 50 ms; the most that ran at
+/// once, and the result.
+fn both_at_once(bed: &mut Bed) -> (usize, Value) {
+    bed.podman.oneoff_pause = std::time::Duration::from_millis(50);
+    let args = json!({
+        "migrations": [{"unit": "app", "command": ["migrate"]}, {"unit": "web", "command": ["migrate"]}],
+        "stop_first": true, "start_after": true,
+        "quadlet_dir": bed.sim.quadlet_dir, "state_dir": bed.dir.path().join("state"),
+    });
+    let out = respond_on(&SPEC, bed.dir.path(), &args, &bed.sim, &bed.podman, run).out;
+    let most = bed
+        .podman
+        .oneoffs_most
+        .load(std::sync::atomic::Ordering::SeqCst);
+    (most, out)
+}
+
+/// Issue 43: web requires app, so app's stop stops web too: web's migration waits for app's.
+#[test]
+fn dependent_migrations_run_in_turn() {
+    let mut bed = Bed::new(0);
+    let (most, out) = both_at_once(&mut bed);
+    assert_eq!(out["ran"], json!(2), "{out}");
+    assert_eq!(most, 1, "{out}");
+}
+
+/// Issue 43: two services that know nothing of each other migrate at once, and each is stopped
+/// and started again for its own migration alone.
+#[test]
+fn independent_migrations_run_at_once() {
+    let mut bed = Bed::new(0);
+    bed.sim.props.clear();
+    let (most, out) = both_at_once(&mut bed);
+    assert_eq!(out["ran"], json!(2), "{out}");
+    assert_eq!(most, 2, "{out}");
+    for (i, svc) in ["app.service", "web.service"].iter().enumerate() {
+        assert_eq!(out["migrations"][i]["stopped"], json!([svc]), "{out}");
+        assert_eq!(out["migrations"][i]["started"], json!([svc]), "{out}");
+    }
+    let stopped = &bed.recorded_stop()["active_before"];
+    assert_eq!(stopped.as_array().map(Vec::len), Some(2), "{stopped}");
+}

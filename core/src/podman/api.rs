@@ -248,6 +248,11 @@ pub(super) struct Listed {
     /// The exit code of an exited container (0 while it runs).
     #[serde(default)]
     pub(super) exit_code: i64,
+    /// True once podman recorded the container's exit, so `exit_code` is its answer. A container
+    /// running when the host lost power is listed after the boot as exited, code 0, with this
+    /// false: conmon died before it could record the exit.
+    #[serde(default)]
+    pub(super) exited: bool,
     #[serde(default)]
     started_at: i64,
 }

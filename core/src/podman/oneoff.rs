@@ -18,8 +18,9 @@
 //! result, so a migration never runs twice side by side, nor twice in a row. Only a leftover
 //! that was started is adopted: one a run left between its create and its start never runs
 //! unless started, and waiting on it would only end at the deadline; nor is one that a signal
-//! ended (a power-off stopped it), whose exit is not the migration's. It is removed, as is any
-//! other leftover of the unit, before a new one is created.
+//! ended (a power-off stopped it), whose exit is not the migration's, nor one whose exit podman
+//! never recorded (the power went before conmon could). It is removed, as is any other
+//! leftover of the unit, before a new one is created.
 
 use super::api::{Listed, PodmanApi};
 use super::wire;
@@ -170,8 +171,8 @@ fn changes_its_volumes(volumes: &[String]) -> bool {
     })
 }
 
-/// Sorts the leftovers: the first one of the same work (`key`) that was started is adopted,
-/// every other one, never-started ones of the same work included, is removed.
+/// Sorts the leftovers: the first one of the same work (`key`) that has an answer to wait for is
+/// adopted, every other one, never-started ones of the same work included, is removed.
 fn sweep(listed: Vec<Listed>, key: &str) -> Sweep {
     let mut out = Sweep::default();
     for c in listed {
@@ -180,7 +181,7 @@ fn sweep(listed: Vec<Listed>, key: &str) -> Sweep {
             .as_ref()
             .and_then(|l| l.get(KEY_LABEL))
             .is_some_and(|k| k == key);
-        if same && out.adopt.is_none() && was_started(&c.state) && !killed(c.exit_code) {
+        if same && out.adopt.is_none() && has_an_answer(&c) {
             out.adopt = Some(c.id);
         } else {
             out.remove.push(c.id);
@@ -189,22 +190,28 @@ fn sweep(listed: Vec<Listed>, key: &str) -> Sweep {
     out
 }
 
-/// An exit by a signal (128 + its number): the host went down under it (a power-off stops
-/// every container), or it was killed. That is not the migration's answer, and the data is as
-/// the interrupted migration left it: the leftover is removed and the migration runs anew.
-fn killed(exit_code: i64) -> bool {
-    exit_code > 128
-}
-
-/// True for the states of a container that was started: running, or on its way to its exit
-/// code, or there. A created, configured or initialized one never ran; any other state
-/// (paused, dead, one refit does not know) gives no exit that waiting would bring.
-fn was_started(state: &str) -> bool {
-    match ContainerState::parse(state) {
+/// True when waiting for a leftover gives the migration's own answer: it still runs (or is
+/// stopping) in this boot, or it ended with its exit recorded and no signal ended it (a
+/// power-off stopped it: its exit is not the migration's). A created, configured or initialized
+/// one never ran; any other state (paused, dead, one refit does not know) gives no exit that
+/// waiting would bring. A container that was running when the host lost power before conmon
+/// recorded its exit is listed after the boot as exited with code 0 and no exit recorded: that
+/// 0 is no answer, and the migration may have stopped halfway.
+fn has_an_answer(c: &Listed) -> bool {
+    match ContainerState::parse(&c.state) {
         ContainerState::Running => true,
-        ContainerState::NotRunning(s) => ["stopping", "stopped", "exited"].contains(&s.as_str()),
+        ContainerState::NotRunning(s) => match s.as_str() {
+            "stopping" => true,
+            "stopped" | "exited" => c.exited && !killed(c.exit_code),
+            _ => false,
+        },
         ContainerState::Other(_) => false,
     }
+}
+
+/// An exit by a signal (128 + its number): the host went down under it, or it was killed.
+fn killed(exit_code: i64) -> bool {
+    exit_code > 128
 }
 
 impl PodmanApi {
@@ -402,10 +409,11 @@ mod tests {
         assert!(out.ends_with('é'));
     }
 
-    /// A leftover as libpod's container list reports it.
+    /// A leftover as libpod's container list reports it; one that ended has its exit recorded.
     fn listed(id: &str, key: &str, state: &str) -> Listed {
+        let ended = ["exited", "stopped"].contains(&state);
         serde_json::from_value(serde_json::json!({
-            "Id": id, "ImageID": "sha256:img", "State": state,
+            "Id": id, "ImageID": "sha256:img", "State": state, "Exited": ended,
             "Labels": {SOURCE_LABEL: "app", KEY_LABEL: key},
         }))
         .expect("a libpod list entry")
@@ -423,6 +431,24 @@ mod tests {
         let mut failed = listed("failed", "k1", "exited");
         failed.exit_code = 1;
         assert_eq!(sweep(vec![failed], "k1").adopt.as_deref(), Some("failed"));
+    }
+
+    /// Issue 43: a power-off can take conmon before it records the migration's exit. The
+    /// next boot's podman then lists the container as exited with code 0 and no exit recorded
+    /// (`Exited: false`), seen on the testbed after killing conmon and rebooting. Adopted, that
+    /// would count as the migration's success: stamped, its new text installed and started on
+    /// the schema it never migrated. It is removed, and the migration runs anew.
+    #[test]
+    fn a_leftover_whose_exit_was_never_recorded_is_removed_not_adopted() {
+        let mut reset = listed("reset", "k1", "exited");
+        reset.exited = false;
+        let found = sweep(vec![reset], "k1");
+        assert_eq!(found.adopt, None);
+        assert_eq!(found.remove, ["reset"]);
+        // One still running in this boot has no exit yet: it is waited for.
+        let mut running = listed("running", "k1", "running");
+        running.exited = false;
+        assert_eq!(sweep(vec![running], "k1").adopt.as_deref(), Some("running"));
     }
 
     #[test]

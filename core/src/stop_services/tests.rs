@@ -215,7 +215,7 @@ fn a_service_and_its_socket_side_by_side_are_one_job_every_other_unit_its_own() 
     ]
     .map(String::from)
     .to_vec();
-    let steps: Vec<Vec<&str>> = super::steps(&units)
+    let steps: Vec<Vec<&str>> = super::engine::steps(&units)
         .iter()
         .map(|s| s.iter().map(String::as_str).collect())
         .collect();

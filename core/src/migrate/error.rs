@@ -1,0 +1,82 @@
+//! What a migration run can fail with, each naming what to do.
+
+use super::{backup, source};
+use crate::podman::PodmanError;
+use crate::state::StateError;
+use crate::unit::name::NameError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MigrateError {
+    #[error("{0} is not a variable name; use letters, digits and '_', not starting with a digit")]
+    EnvName(String),
+    #[error(transparent)]
+    Name(#[from] NameError),
+    #[error(
+        "{0} is an empty list; give the command as a list of words, for example [manage, migrate]"
+    )]
+    EmptyCommand(&'static str),
+    #[error("{0} contains a newline; give each word on one line")]
+    Newline(&'static str),
+    #[error(transparent)]
+    Source(#[from] source::SourceError),
+    #[error(
+        "image {0} is not present locally; fetch it first (container_unit state=present, or podman load)"
+    )]
+    ImageMissing(String),
+    #[error(
+        "the migration timed out after {secs} s; the container was killed and removed. Last output:\n{tail}"
+    )]
+    Timeout { secs: u64, tail: String },
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error(transparent)]
+    Podman(#[from] PodmanError),
+    #[error(transparent)]
+    Stop(#[from] crate::stop_services::StopError),
+    #[error(transparent)]
+    Systemd(#[from] crate::systemd::SystemdError),
+    #[error("stage name {0:?} must be a plain name: letters, digits, - and _")]
+    BadStage(String),
+    #[error(transparent)]
+    Backup(#[from] backup::BackupError),
+    #[error(
+        "backup needs stop_first: true, so that nothing writes after the backup and a failed run's recovery can find it"
+    )]
+    BackupNeedsStop,
+    #[error("stop_first needs `unit`: with only an image there is no service to stop")]
+    StopNeedsUnit,
+    #[error("start_after needs stop_first: true; without it nothing is stopped to start again")]
+    StartNeedsStop,
+    #[error(
+        "{service} was started again after its migration, but {why}; look at `journalctl -u {service}`: the flow's recovery puts the previous release back"
+    )]
+    NotServing { service: String, why: String },
+    #[error(
+        "{origin}: the podman secret {secret} its unit needs is gone; deploy the unit again (container_unit with its secret_env) first"
+    )]
+    SecretGone { origin: String, secret: String },
+    /// An error in one parameter (or one `migrations` entry), named by its path.
+    #[error("{at}: {inner}")]
+    In {
+        at: String,
+        inner: Box<MigrateError>,
+    },
+}
+
+impl MigrateError {
+    pub(super) fn within(self, at: &str) -> MigrateError {
+        match self {
+            MigrateError::In {
+                at: inner_at,
+                inner,
+            } => MigrateError::In {
+                at: format!("{at}.{inner_at}"),
+                inner,
+            },
+            other => MigrateError::In {
+                at: at.to_string(),
+                inner: Box::new(other),
+            },
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! A pending migration run: its container prepared while its services serve, then stop,
+//! migrate, start again.
+
+use super::judge::{Judged, Ready, judge, named_source};
+use super::stamp::{new_stamp, save_stamp};
+use super::{
+    MigrateError, Migration, Params, Report, backup, short, staged, start_again, stop_host, tail,
+};
+use crate::ansible::Invocation;
+use crate::host::Host;
+use crate::podman::{Ended, Guard, OneOff, Prepared};
+use crate::state::StateDir;
+use std::time::Duration;
+
+/// What migrations running at once share, taken one at a time: the run's stop record and its
+/// list of backups, both read, changed and written again.
+pub(super) type Books = std::sync::Mutex<()>;
+
+/// Where a migration's stop and backup are recorded.
+struct At<'a> {
+    state: &'a StateDir,
+    stop_record: &'a std::path::Path,
+    books: &'a Books,
+}
+
+/// What one migration did: its report, whether it changed anything, and its message, or the
+/// failure that ends the run.
+pub(super) struct Done {
+    pub(super) report: Report,
+    pub(super) changed: bool,
+    pub(super) msg: String,
+    pub(super) failed: bool,
+}
+
+/// Runs one migration if it is pending, in the order that keeps its services' downtime to the
+/// migration itself and their start (issue 15): the container is created while they still
+/// serve, then they stop (and are backed up), the migration runs, they start again, and only
+/// then is the container removed. If the create fails, nothing is stopped; whatever fails
+/// after it, the container is removed.
+pub(super) fn run_one(
+    m: &Migration,
+    p: &Params,
+    inv: &Invocation,
+    host: &Host,
+    state: &StateDir,
+    revealed: &mut Vec<String>,
+    books: &Books,
+) -> Result<Done, MigrateError> {
+    let checked_pending = p.checked_pending.get(&named_source(m)).map(String::as_str);
+    let ready = match judge(m, p, inv, host, state, revealed, checked_pending)? {
+        Judged::Decided(d) => return Ok(*d),
+        Judged::Pending(r) => *r,
+    };
+    let stop_record = crate::stop_services::record_path(state, &p.stop_record)?;
+    let spec = OneOff {
+        command: m.command.clone(),
+        ..ready.oneoff.spec.clone()
+    };
+    // The guard removes the container on every early return, and on a panic.
+    let container = Guard::new(host.podman, host.podman.prepare_oneoff(&spec)?);
+    let at = At {
+        state,
+        stop_record: &stop_record,
+        books,
+    };
+    let done = migrate_prepared(m, p, host, &at, ready, container.prepared());
+    let removed = container.remove();
+    let done = done?;
+    removed?;
+    Ok(done)
+}
+
+/// A pending migration whose container is prepared: stops its services, backs up, runs it,
+/// and starts them again, leaving the container for the caller to remove.
+fn migrate_prepared(
+    m: &Migration,
+    p: &Params,
+    host: &Host,
+    at: &At,
+    mut ready: Ready,
+    container: &Prepared,
+) -> Result<Done, MigrateError> {
+    let (state, stop_record) = (at.state, at.stop_record);
+    let timeout = Duration::from_secs(p.timeout);
+    // Migrations running at once share the run's stop record and backup list: one at a time
+    // reads and writes them. Held until its services are stopped and backed up.
+    let books = at
+        .books
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    backup::forget_finished(state, &p.stop_record, stop_record)?;
+    if p.stop_first {
+        // Pending, so the service and what needs it stop before the schema changes under them.
+        let how = crate::stop_services::StopOptions {
+            dependents: true,
+            missing_ok: staged::only_staged(m, p, state)?,
+            check: false,
+            start: host.clock.now(),
+            deadline: timeout,
+        };
+        let stopped = crate::stop_services::stop_set(
+            &stop_host(host),
+            state,
+            stop_record,
+            std::slice::from_ref(&ready.oneoff.source),
+            &how,
+        )?;
+        ready.report.stopped = stopped.stopped;
+    }
+    // With its services stopped, nothing writes after the backup that a restore would lose.
+    if let Some(b) = &m.backup {
+        let origin = backup::For {
+            source: &ready.oneoff.source,
+            migration: &named_source(m),
+            stamp: &ready.stamp_path,
+        };
+        let taken = backup::take(b, &origin, host, state, &p.stop_record, timeout)?;
+        ready.report.backup = Some(Box::new(taken));
+    }
+    drop(books);
+    let migrating = crate::progress::step(format!("migrating {}", named_source(m)), Some(timeout));
+    let ended = host.podman.run_prepared(container, timeout)?;
+    drop(migrating);
+    match ended {
+        Ended::TimedOut => Err(MigrateError::Timeout {
+            secs: p.timeout,
+            tail: tail(&host.podman.oneoff_output(container)),
+        }),
+        Ended::Exited { rc } => exited(m, p, host, state, ready, container, rc),
+    }
+}
+
+/// A migration that ran to its exit: a failure is reported and stamps nothing; a success is
+/// stamped, and what it stopped starts again at once (`start_after`), before its output is
+/// read: the log is for the report, the exit code was enough to decide.
+fn exited(
+    m: &Migration,
+    p: &Params,
+    host: &Host,
+    state: &StateDir,
+    ready: Ready,
+    container: &Prepared,
+    rc: i64,
+) -> Result<Done, MigrateError> {
+    let Ready {
+        oneoff,
+        image_id,
+        stamp_path,
+        mut report,
+        t0,
+        ..
+    } = ready;
+    let finish = |mut report: Report, changed: bool, msg: String, failed: bool| {
+        report.duration_ms = t0.elapsed().as_millis() as u64;
+        Ok(Done {
+            report,
+            changed,
+            msg,
+            failed,
+        })
+    };
+    report.ran = true;
+    report.rc = Some(rc);
+    if rc != 0 {
+        let output = tail(&host.podman.oneoff_output(container));
+        let msg = format!(
+            "{}: the migration exited {rc}; nothing was recorded, so the next run tries again. Last output:\n{output}",
+            oneoff.source,
+        );
+        report.stdout_tail = Some(output);
+        return finish(report, true, msg, true);
+    }
+    let stamp = new_stamp(&oneoff.source, m, &image_id, "migrated");
+    save_stamp(state, &stamp_path, &stamp)?;
+    // Stamped first: a power loss before the install boots the old text on the migrated data,
+    // which the next run does not migrate again, and its start phase installs.
+    report.installed = staged::install(m, p, host, state)?;
+    // Up again at once: no service waits for another's migration, nor for the removal.
+    if p.start_after && !report.stopped.is_empty() {
+        let timeout = Duration::from_secs(p.timeout);
+        let min_healthy = Duration::from_millis(p.min_healthy_time);
+        report.started = start_again::start_again(host, &report.stopped, timeout, min_healthy)?;
+    }
+    report.stdout_tail = Some(tail(&host.podman.oneoff_output(container)));
+    let adopted = if container.adopted {
+        " (by the container an interrupted run had started, which this run waited for)"
+    } else {
+        ""
+    };
+    let started = if report.started.is_empty() {
+        String::new()
+    } else {
+        format!(", then started {}", report.started.join(", "))
+    };
+    let installed = if report.installed {
+        ", installed its new revision"
+    } else {
+        ""
+    };
+    let msg = format!(
+        "{}: migrated for image {}{adopted}{installed}{started}",
+        oneoff.source,
+        short(&image_id)
+    );
+    finish(report, true, msg, false)
+}
