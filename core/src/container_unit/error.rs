@@ -1,6 +1,5 @@
 //! What can go wrong in a `container_unit` call, each error saying what to do about it.
 
-use super::references;
 use crate::converge::WaitError;
 use crate::podman::PodmanError;
 use crate::state::StateError;
@@ -115,7 +114,24 @@ pub enum UnitError {
     #[error(transparent)]
     DropIn(#[from] crate::unit::dropins::DropInError),
     #[error(transparent)]
-    Reference(#[from] references::ReferenceError),
+    Reference(#[from] ReferenceError),
+}
+
+/// A unit the run refers to that cannot be followed (references.rs).
+#[derive(Debug, thiserror::Error)]
+pub enum ReferenceError {
+    #[error(transparent)]
+    Graph(#[from] crate::unit::graph::GraphError),
+    #[error(
+        "{from} runs the image of {unit}, which names none; give {unit} an `Image=` (an .image unit) or an `ImageTag=` (a .build unit)"
+    )]
+    NoImage { from: String, unit: String },
+    #[error("{unit}: the file in the quadlet dir does not parse ({detail}); fix or remove {path}")]
+    BadFile {
+        unit: String,
+        path: std::path::PathBuf,
+        detail: String,
+    },
 }
 
 impl UnitError {
