@@ -4,6 +4,7 @@
 use super::desired::Desired;
 use super::target::Target;
 use super::{Params, UnitError, UnitParams};
+use crate::param_path::WithinParam;
 use crate::plan::Wanted;
 use crate::unit::{ContainerOptions, UnitFile, UnitName, render_kind};
 use std::collections::{BTreeSet, HashMap};

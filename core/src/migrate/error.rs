@@ -1,6 +1,7 @@
 //! What a migration run can fail with, each naming what to do.
 
 use super::backup;
+use crate::param_path::{AtParam, WithinParam};
 use crate::podman::PodmanError;
 use crate::state::StateError;
 use crate::unit::name::NameError;
@@ -57,28 +58,20 @@ pub enum MigrateError {
     )]
     SecretGone { origin: String, secret: String },
     /// An error in one parameter (or one `migrations` entry), named by its path.
-    #[error("{at}: {inner}")]
-    In {
-        at: String,
-        inner: Box<MigrateError>,
-    },
+    #[error(transparent)]
+    In(AtParam<MigrateError>),
 }
 
-impl MigrateError {
-    pub(super) fn within(self, at: &str) -> MigrateError {
+impl WithinParam for MigrateError {
+    fn into_at(self) -> Result<AtParam<MigrateError>, MigrateError> {
         match self {
-            MigrateError::In {
-                at: inner_at,
-                inner,
-            } => MigrateError::In {
-                at: format!("{at}.{inner_at}"),
-                inner,
-            },
-            other => MigrateError::In {
-                at: at.to_string(),
-                inner: Box::new(other),
-            },
+            MigrateError::In(at) => Ok(at),
+            other => Err(other),
         }
+    }
+
+    fn from_at(at: AtParam<MigrateError>) -> MigrateError {
+        MigrateError::In(at)
     }
 }
 

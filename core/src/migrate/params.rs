@@ -1,6 +1,7 @@
 //! The module's parameters, and their checks before the host is touched.
 
 use super::{MigrateError, backup};
+use crate::param_path::WithinParam;
 use crate::state::StateDir;
 use serde::Deserialize;
 use serde_json::{Map, Value};
