@@ -41,7 +41,7 @@ class Shell:
 
     def run(self, cmd, sudoable=True, in_data=None):
         self.commands.append((cmd, in_data))
-        out = subprocess.run(cmd, shell=True, input=in_data, capture_output=True, timeout=30)
+        out = subprocess.run(cmd, shell=True, input=in_data, capture_output=True, timeout=30, check=False)
         return {"rc": out.returncode, "stdout": out.stdout.decode(), "stderr": out.stderr.decode()}
 
 
