@@ -11,6 +11,7 @@ pub mod logging;
 pub mod migrate;
 pub mod order;
 pub mod parallel;
+pub mod param_path;
 pub mod plan;
 pub mod podman;
 pub mod poll;

@@ -13,27 +13,16 @@
 //!   desired text: the unit is taken over as it runs, and its file is left as it is until the
 //!   unit's next real change, when refit writes its own text, label included.
 
-use super::apply::{Work, record};
+use super::jobs::record;
 use super::observe::{Observation, ServiceObs};
 use super::target::{Desired, Target};
+use super::work::Work;
 use crate::plan::Wanted;
 use crate::podman::Health;
 use crate::state::{RevisionRecord, StateDir, StateError};
 use crate::unit::UnitFile;
 use crate::unit::revision::{is_revision_label, recorded_label};
 use std::collections::BTreeMap;
-
-/// What the look at a unit refit did not write found.
-#[derive(Debug, Clone, Default)]
-pub struct TakeOver {
-    /// The newest modification of the file and its drop-ins, in seconds since the epoch.
-    pub changed_at: Option<i64>,
-    /// The file carries no refit label: written by another tool or by hand.
-    pub unlabelled: bool,
-    /// Every service runs the desired text, healthy, on the desired image, and refit has not
-    /// recorded that revision as the one running: this run takes it over.
-    pub adopted: bool,
-}
 
 /// Recognises the containers of a file refit did not write, and takes the unit over where
 /// they run the desired text. Called once the desired image is known, before the plan.
@@ -107,7 +96,13 @@ fn meaning(unit: &UnitFile) -> BTreeMap<(&str, &str), Vec<&str>> {
 /// Records, for every unchanged target wanted started or taken over, the revision it was seen
 /// converged on, where refit's history has another as the last that ran.
 pub fn record_converged(state: &StateDir, work: &[Work]) -> Result<(), StateError> {
-    for (t, obs, plan, _) in work {
+    for Work {
+        target: t,
+        observed: obs,
+        plan,
+        ..
+    } in work
+    {
         if plan.changes() || !(t.wanted == Wanted::Started || obs.takeover.adopted) {
             continue;
         }

@@ -2,22 +2,21 @@
 //! health-gated batches, and roll back on failure.
 
 use super::failure::{Aftermath, ApplyError, Journal, RunFailed, TargetFailed};
-use super::observe::Observation;
+use super::jobs::{Jobs, record, write_unit};
+use super::observe::{Observation, RevisionImage};
 use super::report::Report;
-use super::rollback::Undo;
-use super::target::{Desired, Target, TargetPlan};
+use super::rollback::Rollback;
+use super::target::{Target, TargetPlan};
+use super::work::Work;
 use super::{Host, Settings, UnitError};
-use crate::converge::{Converged, Expectation, WaitError, short, wait_converged};
+use crate::converge::{WaitError, short};
 use crate::plan::{Action, Reason, Wanted};
-use crate::state::{RevisionRecord, StateDir, UnitHistory, atomic_write, remove_file};
-use crate::systemd::Job;
+use crate::state::{RevisionRecord, StateDir, UnitHistory, remove_file};
 use crate::time::now_rfc3339;
 use std::time::Instant;
 
 /// How many journal lines a failure message carries.
 const JOURNAL_LINES: usize = 25;
-
-pub type Work = (Target, Observation, TargetPlan, Report);
 
 /// What carries out a run's plans: the host, the state dir and the run's settings, so every
 /// step and the rollback share them instead of passing them along.
@@ -28,6 +27,35 @@ pub struct Applier<'a> {
 }
 
 impl Applier<'_> {
+    fn jobs(&self) -> Jobs<'_> {
+        Jobs {
+            host: self.host,
+            settings: self.settings,
+        }
+    }
+
+    /// The rollback of a target this run changed: from its desired revision, of the
+    /// `replaced` services. None for a target that has no desired revision (an absent one).
+    fn rollback<'b>(
+        &'b self,
+        target: &'b Target,
+        observed: &'b Observation,
+        replaced: &'b [String],
+    ) -> Option<Rollback<'b>> {
+        let d = target.desired.as_ref()?;
+        Some(Rollback {
+            jobs: self.jobs(),
+            state: self.state,
+            target,
+            observed,
+            failed: RevisionImage {
+                revision: d.revision.clone(),
+                image_id: observed.image_id.clone(),
+            },
+            replaced,
+        })
+    }
+
     /// Applies every target once those it depends on (After=, Requires=, Wants=, PartOf= on
     /// their services) are converged, up to `max_parallel_units` at once: targets that do not
     /// depend on each other start and are health-gated together. On a failure nothing more
@@ -40,11 +68,12 @@ impl Applier<'_> {
             work.iter_mut().collect(),
             &deps,
             self.settings.max_parallel_units,
-            |(t, obs, plan, report): &mut Work| {
-                if !plan.changes() {
+            |w: &mut Work| {
+                if !w.plan.changes() {
                     return Ok(false);
                 }
-                self.apply_target(t, obs, plan, report).map(|()| true)
+                self.apply_target(&w.target, &w.observed, &w.plan, &mut w.report)
+                    .map(|()| true)
             },
             |r| self.settings.restoring || r.is_ok(),
         );
@@ -71,20 +100,18 @@ impl Applier<'_> {
         }
         // A target that failed beside the first was rolled back by its own failure.
         let mut also_rolled_back: Vec<(String, String)> = failures
-            .map(|(i, f)| (work[i].0.name.file_name(), format!("failed too: {f}")))
+            .map(|(i, f)| (work[i].target.name.file_name(), format!("failed too: {f}")))
             .collect();
         if self.settings.rollback {
             for &j in done.iter().rev() {
-                let (t, obs, plan, report) = &mut work[j];
-                let Some(d) = &t.desired else { continue };
-                let started: Vec<String> = plan.starts.iter().map(|(svc, _)| svc.clone()).collect();
-                let undo = Undo {
-                    t,
-                    obs,
-                    failed: (d.revision.clone(), obs.image_id.clone()),
-                    replaced: &started,
+                let w = &mut work[j];
+                let started: Vec<String> =
+                    w.plan.starts.iter().map(|(svc, _)| svc.clone()).collect();
+                let Some(rollback) = self.rollback(&w.target, &w.observed, &started) else {
+                    continue;
                 };
-                also_rolled_back.push((t.name.file_name(), self.roll_back_noted(&undo, report)));
+                let note = rollback.noted(&mut w.report);
+                also_rolled_back.push((w.target.name.file_name(), note));
             }
         }
         Err(RunFailed {
@@ -116,19 +143,16 @@ impl Applier<'_> {
             text: self.host.systemd.journal_tail(&service, JOURNAL_LINES),
             service,
         };
-        let aftermath = match t.desired.as_ref().filter(|_| self.settings.rollback) {
+        // Only services this run queued a job for go back; a failure before any job leaves the
+        // target's services as they ran, but its file is still put back.
+        let rollback = Some(self)
+            .filter(|a| a.settings.rollback)
+            .and_then(|a| a.rollback(t, obs, &replaced));
+        let aftermath = match rollback {
             None => Aftermath::LeftAsIs,
-            Some(d) => {
-                // Only services this run queued a job for go back; a failure before any job
-                // leaves the target's services as they ran, but its file is still put back.
-                let undo = Undo {
-                    t,
-                    obs,
-                    failed: (d.revision.clone(), obs.image_id.clone()),
-                    replaced: &replaced,
-                };
+            Some(rollback) => {
                 let lap = Instant::now();
-                let note = self.roll_back_noted(&undo, report);
+                let note = rollback.noted(report);
                 report.result.duration_ms.rollback = Some(lap.elapsed().as_millis() as u64);
                 Aftermath::RolledBack(note)
             }
@@ -163,11 +187,11 @@ impl Applier<'_> {
         }
         // Removing a unit stops its services first; otherwise the new file comes first.
         if t.wanted == Wanted::Absent {
-            self.stop_all(&plan.stops).map_err(step)?;
+            self.jobs().stop_all(&plan.stops).map_err(step)?;
             self.apply_file(t, obs, plan, &mut history).map_err(step)?;
         } else {
             self.apply_file(t, obs, plan, &mut history).map_err(step)?;
-            self.stop_all(&plan.stops).map_err(step)?;
+            self.jobs().stop_all(&plan.stops).map_err(step)?;
         }
         let reloaded = plan.file.contains(&Action::DaemonReload);
         report.result.socket_replaced =
@@ -190,10 +214,10 @@ impl Applier<'_> {
             let mut begun = Vec::with_capacity(batch.len());
             for (svc, job) in batch {
                 replaced.push(svc.clone());
-                begun.push((svc.clone(), self.begin(svc, *job).map_err(step)?));
+                begun.push((svc.clone(), self.jobs().begin(svc, *job).map_err(step)?));
             }
             for (svc, previous) in begun {
-                let waited = self.wait(&svc, d, obs.image_id.clone(), previous);
+                let waited = self.jobs().wait(&svc, d, obs.image_id.clone(), previous);
                 report.result.duration_ms.converge = Some(lap.elapsed().as_millis() as u64);
                 let c = waited.map_err(|e| match e {
                     WaitError::NotConverged { why, .. } => ApplyError::NotConverged {
@@ -211,9 +235,9 @@ impl Applier<'_> {
         // A rollback to a named revision keeps the one it left, to go forward to again.
         if t.wanted == Wanted::RolledBack
             && t.rollback_to.is_none()
-            && let Some((rev, image)) = obs.running_pair()
+            && let Some(ran) = obs.running_pair()
         {
-            history.forget(&rev, image.as_deref());
+            history.forget(&ran.revision, ran.image_id.as_deref());
         }
         history.record(record(d, obs.image_id.clone()));
         self.state
@@ -262,91 +286,23 @@ impl Applier<'_> {
         }
         Ok(())
     }
-
-    pub(super) fn stop_all(&self, services: &[String]) -> Result<(), UnitError> {
-        for svc in services {
-            self.host
-                .systemd
-                .run_job(Job::Stop, std::slice::from_ref(svc))?;
-        }
-        Ok(())
-    }
-
-    /// Queues a job and returns the invocation that ran before it: only a different one can
-    /// be the new revision.
-    pub(super) fn begin(&self, service: &str, job: Job) -> Result<String, UnitError> {
-        let units = [service.to_string()];
-        self.host.systemd.reset_failed(&units)?;
-        let mut status = self.host.systemd.show(&units)?.into_iter().next();
-        let mut job = job;
-        if status.as_ref().is_some_and(in_transition) {
-            // systemd is starting or stopping the unit on its own (a crash-loop restart, or
-            // the start after one). A start would join that start, whose invocation began
-            // before this job and so never looks new; a restart would run beside it and pass
-            // for a crash loop. Stop it first, and start it afresh.
-            self.host.systemd.run_job(Job::Stop, &units)?;
-            status = self.host.systemd.show(&units)?.into_iter().next();
-            job = Job::Start;
-        } else if job == Job::Start
-            && status
-                .as_ref()
-                .is_some_and(|st| st.active_state() == "active")
-        {
-            // Started since it was observed (systemd's own restart): a start of a unit that
-            // runs changes nothing, so no new invocation would ever come.
-            job = Job::Restart;
-        }
-        let previous = status
-            .map(|st| st.invocation_id().to_string())
-            .unwrap_or_default();
-        self.host.systemd.enqueue(job, &units)?;
-        Ok(previous)
-    }
-
-    pub(super) fn wait(
-        &self,
-        service: &str,
-        d: &Desired,
-        image_id: Option<String>,
-        previous: String,
-    ) -> Result<Converged, WaitError> {
-        let exp = Expectation {
-            service: service.to_string(),
-            revision: d.revision.clone(),
-            image_id: image_id.unwrap_or_default(),
-            needs_health: d.needs_health,
-            runs_container: d.kind.runs_container(),
-            previous_invocation: Some(previous).filter(|p| !p.is_empty()),
-            min_healthy: self.settings.min_healthy,
-            timeout: self.settings.timeout,
-        };
-        let h = self.host;
-        wait_converged(h.systemd, h.podman, h.clock, &exp)
-    }
-}
-
-/// Whether systemd has a start or stop of the unit under way that refit did not ask for.
-fn in_transition(st: &crate::systemd::UnitStatus) -> bool {
-    st.get("SubState") == "auto-restart"
-        || matches!(
-            st.active_state(),
-            "activating" | "deactivating" | "reloading"
-        )
 }
 
 /// For each target, the earlier targets that run a service it is ordered after. The work is in
 /// dependency order already, so only earlier ones count: a cycle, broken there, stays broken.
 fn dependencies(work: &[Work]) -> Vec<Vec<usize>> {
     let mut runs: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for (i, (t, ..)) in work.iter().enumerate() {
+    for (i, w) in work.iter().enumerate() {
+        let t = &w.target;
         for s in t.services().into_iter().chain([t.name.service()]) {
             runs.entry(s).or_insert(i);
         }
     }
     work.iter()
         .enumerate()
-        .map(|(i, (t, ..))| {
-            t.after
+        .map(|(i, w)| {
+            w.target
+                .after
                 .iter()
                 .filter_map(|s| runs.get(s).copied())
                 .filter(|&j| j < i)
@@ -366,22 +322,4 @@ fn link_instances(t: &Target, plan: &TargetPlan) -> Result<(), UnitError> {
             .map_err(crate::state::io_err("link", l))?;
     }
     Ok(())
-}
-
-pub(super) fn write_unit(t: &Target, text: &str) -> Result<(), crate::state::StateError> {
-    if let Some(dir) = t.path.parent() {
-        std::fs::create_dir_all(dir).map_err(crate::state::io_err("create", dir))?;
-    }
-    atomic_write(&t.path, text.as_bytes(), 0o644)
-}
-
-pub(super) fn record(d: &Desired, image_id: Option<String>) -> RevisionRecord {
-    RevisionRecord {
-        revision: d.revision.clone(),
-        text: d.text(),
-        image_ref: d.image_ref(),
-        image_id,
-        recorded_at: now_rfc3339(),
-        stream: None,
-    }
 }

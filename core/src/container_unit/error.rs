@@ -1,7 +1,7 @@
 //! What can go wrong in a `container_unit` call, each error saying what to do about it.
 
-use super::references;
 use crate::converge::WaitError;
+use crate::param_path::{AtParam, WithinParam};
 use crate::podman::PodmanError;
 use crate::state::StateError;
 use crate::systemd::SystemdError;
@@ -38,12 +38,8 @@ pub enum UnitError {
     )]
     SecretGone { unit: String, secret: String },
     /// An error in one parameter (or one `units` entry), named by its path.
-    #[error("{at}: {source}")]
-    In {
-        at: String,
-        #[source]
-        source: Box<UnitError>,
-    },
+    #[error(transparent)]
+    In(AtParam<UnitError>),
     #[error("`units` entries need a name; entry {0} has none")]
     UnnamedUnit(usize),
     #[error(
@@ -115,22 +111,36 @@ pub enum UnitError {
     #[error(transparent)]
     DropIn(#[from] crate::unit::dropins::DropInError),
     #[error(transparent)]
-    Reference(#[from] references::ReferenceError),
+    Reference(#[from] ReferenceError),
 }
 
-impl UnitError {
-    /// The same error, named as coming from the parameter (or entry) `at`.
-    pub fn within(self, at: &str) -> UnitError {
+/// A unit the run refers to that cannot be followed (references.rs).
+#[derive(Debug, thiserror::Error)]
+pub enum ReferenceError {
+    #[error(transparent)]
+    Graph(#[from] crate::unit::graph::GraphError),
+    #[error(
+        "{from} runs the image of {unit}, which names none; give {unit} an `Image=` (an .image unit) or an `ImageTag=` (a .build unit)"
+    )]
+    NoImage { from: String, unit: String },
+    #[error("{unit}: the file in the quadlet dir does not parse ({detail}); fix or remove {path}")]
+    BadFile {
+        unit: String,
+        path: std::path::PathBuf,
+        detail: String,
+    },
+}
+
+impl WithinParam for UnitError {
+    fn into_at(self) -> Result<AtParam<UnitError>, UnitError> {
         match self {
-            UnitError::In { at: inner, source } => UnitError::In {
-                at: format!("{at}.{inner}"),
-                source,
-            },
-            other => UnitError::In {
-                at: at.to_string(),
-                source: Box::new(other),
-            },
+            UnitError::In(at) => Ok(at),
+            other => Err(other),
         }
+    }
+
+    fn from_at(at: AtParam<UnitError>) -> UnitError {
+        UnitError::In(at)
     }
 }
 

@@ -130,10 +130,8 @@ pub fn hold(
     if host.podman.image_id(&ran)?.is_none() {
         return Ok(None);
     }
-    host.podman.tag(
-        new,
-        &format!("{}:staged", super::retention::keep_repo(t.name.stem())),
-    )?;
+    host.podman
+        .tag(new, &format!("{}:staged", keep_repo(t.name.stem())))?;
     crate::podman::point_tag(host.podman, image.as_str(), &ran)?;
     Ok(Some(Held {
         image: image.to_string(),
@@ -176,7 +174,26 @@ fn pulled_as(repo_digests: &[String], digest: &str) -> bool {
 /// `localhost/refit-keep/NAME-HASH:previous`: the repository of refit's own tags for the
 /// unit, which retention's kept-revision tags share.
 fn keep_tag(t: &Target) -> String {
-    format!("{}:previous", super::retention::keep_repo(t.name.stem()))
+    format!("{}:previous", keep_repo(t.name.stem()))
+}
+
+/// The repository of refit's own tags for one unit, which retention.rs keeps images in:
+/// `localhost/refit-keep/NAME-HASH`, with NAME reduced to what a repository allows and HASH of
+/// the full name, so `app` and `app@` (or `App`) never share one. fetch's `:previous` tag lives
+/// in it too.
+pub fn keep_repo(stem: &str) -> String {
+    let name: String = stem
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let hash = crate::unit::revision::short_hash(stem);
+    format!("localhost/refit-keep/{}-{hash}", name.trim_matches('-'))
 }
 
 #[cfg(test)]

@@ -94,11 +94,11 @@ fn foreign_secrets(t: &Target) -> Vec<String> {
     let mut names: Vec<String> = std::iter::once(desired.unit.clone())
         .chain(dropins)
         .flat_map(|u| {
-            super::secrets::named(&u)
+            super::secret_names::named(&u)
                 .map(|n| n.trim().trim_matches('"').to_string())
                 .collect::<Vec<_>>()
         })
-        .filter(|n| !n.is_empty() && !super::secrets::is_refits(n))
+        .filter(|n| !n.is_empty() && !super::secret_names::is_refits(n))
         .collect();
     names.sort();
     names.dedup();

@@ -13,7 +13,9 @@ mod desired;
 mod error;
 mod failure;
 mod fetch;
+mod from_params;
 mod inputs;
+mod jobs;
 mod links;
 mod observe;
 mod oneshot;
@@ -21,12 +23,15 @@ pub mod ports;
 mod prepare;
 mod references;
 mod report;
+mod resolve;
 mod retention;
 mod rollback;
+mod secret_names;
 mod secrets;
 mod socket;
 pub mod spec;
 mod target;
+mod work;
 
 use crate::ansible::{Invocation, Outcome};
 use crate::plan::{Action, Wanted};
@@ -130,8 +135,8 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     // touched, even to create the host key.
     validate(&p)?;
     ports::refuse_privileged(&p, &inv.scope)?;
-    let key = secrets::SecretKey::load(&state, !inv.check_mode)?;
-    let targets = target::targets(&p, &key)?;
+    let key = secret_names::SecretKey::load(&state, !inv.check_mode)?;
+    let targets = from_params::targets(&p, &key)?;
     let _lock = if inv.check_mode {
         None
     } else {
@@ -199,13 +204,11 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     // All of them at once: a container may refer to a `.network` the same run writes.
     let new: Vec<NewText> = work
         .iter()
-        .filter(|(_, _, plan, report)| {
-            plan.file.contains(&Action::WriteUnit) || report.result.staged
-        })
-        .filter_map(|(t, _, _, _)| {
+        .filter(|w| w.plan.file.contains(&Action::WriteUnit) || w.report.result.staged)
+        .filter_map(|w| {
             Some(NewText {
-                file_name: t.name.file_name(),
-                text: t.desired.as_ref()?.text(),
+                file_name: w.target.name.file_name(),
+                text: w.target.desired.as_ref()?.text(),
             })
         })
         .collect();
@@ -252,7 +255,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
         history: p.history,
     };
     let tidy = retention::after_run(host, &state, &mut work, retention, inv.check_mode);
-    let reports: Vec<Report> = work.into_iter().map(|(_, _, _, r)| r).collect();
+    let reports: Vec<Report> = work.into_iter().map(|w| w.report).collect();
     let freed = retention::freed(&reports);
     let total = started.elapsed().as_millis() as u64;
     let asked = report::Asked {
@@ -277,15 +280,16 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
 
 /// The stage of a staged run: the new text of every target whose file change it deferred,
 /// and the new image of every target whose tag it held.
-fn staged(work: &[apply::Work]) -> crate::state::Stage {
+fn staged(work: &[work::Work]) -> crate::state::Stage {
     let held = work
         .iter()
-        .filter_map(|(t, obs, _, _)| Some((t.name.file_name(), obs.held.clone()?)))
+        .filter_map(|w| Some((w.target.name.file_name(), w.observed.held.clone()?)))
         .collect();
     let units = work
         .iter()
-        .filter(|(_, _, _, r)| r.result.staged)
-        .filter_map(|(t, _, _, _)| {
+        .filter(|w| w.report.result.staged)
+        .filter_map(|w| {
+            let t = &w.target;
             let d = t.desired.as_ref()?;
             let staged = crate::state::Staged {
                 revision: d.revision.clone(),
@@ -317,7 +321,7 @@ pub struct Reads {
 /// Checks every parameter without touching the host: the units, and the run's own options.
 /// Says what the run will read of the host, from the same targets.
 pub fn validate(p: &Params) -> Result<Reads, UnitError> {
-    let targets = target::targets(p, &secrets::SecretKey::placeholder())?;
+    let targets = from_params::targets(p, &secret_names::SecretKey::placeholder())?;
     if p.max_parallel == 0 {
         return Err(UnitError::MaxParallel);
     }

@@ -21,6 +21,25 @@ pub struct ServiceObs {
     pub container: Option<ContainerInfo>,
 }
 
+/// A revision by its text hash, and the image ID it ran (None where none is known).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevisionImage {
+    pub revision: String,
+    pub image_id: Option<String>,
+}
+
+/// What the look at a unit refit did not write found.
+#[derive(Debug, Clone, Default)]
+pub struct TakeOver {
+    /// The newest modification of the file and its drop-ins, in seconds since the epoch.
+    pub changed_at: Option<i64>,
+    /// The file carries no refit label: written by another tool or by hand.
+    pub unlabelled: bool,
+    /// Every service runs the desired text, healthy, on the desired image, and refit has not
+    /// recorded that revision as the one running: this run takes it over.
+    pub adopted: bool,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Observation {
     pub file_text: Option<String>,
@@ -43,7 +62,7 @@ pub struct Observation {
     /// changed.
     pub inputs: Vec<super::inputs::Input>,
     /// What `adopt::take_over` found of a file refit did not write.
-    pub takeover: super::adopt::TakeOver,
+    pub takeover: TakeOver,
     /// A staged run's new image under the tag the unit file already names, which the tag does
     /// not name until the unit's install (`state::Held`).
     pub held: Option<crate::state::Held>,
@@ -91,10 +110,13 @@ impl Observation {
 
     /// The revision and image the target's first running container runs: what a rollback
     /// goes back from.
-    pub fn running_pair(&self) -> Option<(String, Option<String>)> {
+    pub fn running_pair(&self) -> Option<RevisionImage> {
         self.services.iter().find_map(|s| {
             let c = s.container.as_ref()?;
-            Some((c.revision.clone()?, Some(c.image_id.clone())))
+            Some(RevisionImage {
+                revision: c.revision.clone()?,
+                image_id: Some(c.image_id.clone()),
+            })
         })
     }
 
@@ -279,7 +301,7 @@ pub fn observe(
         rollback_image_id: None,
         links: super::links::existing(t, &t.systemd_dir),
         inputs: super::inputs::read(host, t)?,
-        takeover: super::adopt::TakeOver {
+        takeover: TakeOver {
             changed_at,
             ..Default::default()
         },

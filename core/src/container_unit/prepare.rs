@@ -3,10 +3,10 @@
 //! history, the image's inspection, perhaps a pull), and one after the other they were most of
 //! a no-op run's time.
 
-use super::apply::Work;
 use super::checkpoint::{self, Checkpoint};
 use super::observe::{self, Prefetched};
-use super::{Host, PullPolicy, Report, Target, UnitError, fetch, secrets, target};
+use super::work::Work;
+use super::{Host, PullPolicy, Report, Target, UnitError, fetch, resolve, secrets};
 use crate::state::StateDir;
 use std::time::Instant;
 
@@ -74,8 +74,8 @@ fn prepare(
     let mut obs = observe::observe(host, state, &t, how.pre)?;
     let before = (t.name.file_name(), checkpoint::Entry::of(&obs));
     let resolved = match how.restore_from {
-        Some(cp) => target::resolve_checkpoint(&mut t, &mut obs, cp),
-        None => target::resolve_rollback(&mut t, &mut obs),
+        Some(cp) => resolve::resolve_checkpoint(&mut t, &mut obs, cp),
+        None => resolve::resolve_rollback(&mut t, &mut obs),
     };
     match resolved {
         Ok(()) => {}
@@ -101,7 +101,7 @@ fn prepare(
         obs.held = fetch::hold(host, &t, &obs, tagged)?;
     }
     super::adopt::take_over(&t, &mut obs);
-    let mut plan = target::plan_target(&t, &obs);
+    let mut plan = resolve::plan_target(&t, &obs);
     let staged = how.stage && plan.defer_file();
     let mut report = Report::new(&t, &obs, &plan, fetched);
     if staged {
@@ -109,5 +109,13 @@ fn prepare(
     }
     report.result.duration_ms.observe = Some(observed_ms);
     report.result.duration_ms.fetch = Some(lap.elapsed().as_millis() as u64);
-    Ok((before, One::Work(Box::new((t, obs, plan, report)))))
+    Ok((
+        before,
+        One::Work(Box::new(Work {
+            target: t,
+            observed: obs,
+            plan,
+            report,
+        })),
+    ))
 }

@@ -3,29 +3,14 @@
 //! Each target gets its effective revision, the image its `.image` or `.build` unit names, and
 //! the services it must start after.
 
+use super::error::ReferenceError;
 use super::{Target, UnitError};
 use crate::plan::Wanted;
 use crate::reference::ImageRef;
-use crate::unit::graph::{self, GraphError, Node, image_of};
+use crate::unit::graph::{self, Node, image_of};
 use crate::unit::{Kind, UnitFile, UnitName};
 use std::collections::BTreeMap;
 use std::path::Path;
-
-#[derive(Debug, thiserror::Error)]
-pub enum ReferenceError {
-    #[error(transparent)]
-    Graph(#[from] GraphError),
-    #[error(
-        "{from} runs the image of {unit}, which names none; give {unit} an `Image=` (an .image unit) or an `ImageTag=` (a .build unit)"
-    )]
-    NoImage { from: String, unit: String },
-    #[error("{unit}: the file in the quadlet dir does not parse ({detail}); fix or remove {path}")]
-    BadFile {
-        unit: String,
-        path: std::path::PathBuf,
-        detail: String,
-    },
-}
 
 /// The image the unit file `name` in `dir` names, for a text that refers to it (a checkpoint's).
 pub fn image_on_disk(dir: &Path, name: &str) -> Result<String, UnitError> {

@@ -17,32 +17,14 @@
 //! that has no tag but refit's own. An image some other tag names stays, and is looked at
 //! again after the next run that changes the unit.
 
-use super::apply::Work;
+use super::fetch::keep_repo;
+use super::work::Work;
 use super::{Host, UnitError};
 use crate::plan::Wanted;
 use crate::podman::LocalImage;
 use crate::results::container_unit::{HistoryEntry, PrunedImage};
 use crate::state::{StateDir, StateError, read_optional};
 use std::collections::BTreeSet;
-
-/// The repository of refit's own tags for one unit, as fetch names it:
-/// `localhost/refit-keep/NAME-HASH`, with NAME reduced to what a repository allows and HASH of
-/// the full name, so `app` and `app@` (or `App`) never share one. fetch's `:previous` tag lives
-/// in it too.
-pub fn keep_repo(stem: &str) -> String {
-    let name: String = stem
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let hash = crate::unit::revision::short_hash(stem);
-    format!("localhost/refit-keep/{}-{hash}", name.trim_matches('-'))
-}
 
 /// The tag that keeps one kept image.
 pub fn keep_tag(stem: &str, image_id: &str) -> String {
@@ -72,7 +54,13 @@ pub fn after_run(
 ) -> Vec<String> {
     let mut warnings = Vec::new();
     let mut in_use: Option<BTreeSet<String>> = None;
-    for (t, _, plan, report) in work.iter_mut() {
+    for Work {
+        target: t,
+        plan,
+        report,
+        ..
+    } in work.iter_mut()
+    {
         let unit = t.name.file_name();
         let pulled = report
             .result

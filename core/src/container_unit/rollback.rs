@@ -6,25 +6,25 @@
 //! disk and how to put it back; it is never reported as done.
 
 use super::UnitError;
-use super::apply::{Applier, record, write_unit};
-use super::observe::Observation;
+use super::jobs::{Jobs, record, write_unit};
+use super::observe::{Observation, RevisionImage};
 use super::report::Report;
 use super::target::{Desired, Target};
 use crate::converge::short;
-use crate::state::{RevisionRecord, read_optional, remove_file};
+use crate::state::{RevisionRecord, StateDir, read_optional, remove_file};
 use crate::systemd::Job;
 use crate::time::now_rfc3339;
 use crate::unit::{UnitFile, revision};
 
-/// A revision by its text hash and the image ID it ran.
-pub type Pair = (String, Option<String>);
-
-/// A target to roll back: what was observed before the run, the revision that failed, and the
-/// services the run queued a job for (only those go back).
-pub struct Undo<'a> {
-    pub t: &'a Target,
-    pub obs: &'a Observation,
-    pub failed: Pair,
+/// A target to roll back and what that takes: the host and the run's settings, the state dir,
+/// what was observed before the run, the revision that failed, and the services the run
+/// queued a job for (only those go back).
+pub struct Rollback<'a> {
+    pub jobs: Jobs<'a>,
+    pub state: &'a StateDir,
+    pub target: &'a Target,
+    pub observed: &'a Observation,
+    pub failed: RevisionImage,
     pub replaced: &'a [String],
 }
 
@@ -49,11 +49,11 @@ enum RollbackError {
     Host(#[from] UnitError),
 }
 
-impl Applier<'_> {
+impl Rollback<'_> {
     /// Rolls back, notes the outcome in the report, and returns the sentence for the message.
-    pub fn roll_back_noted(&self, u: &Undo, report: &mut Report) -> String {
-        let (t, obs, replaced) = (u.t, u.obs, u.replaced);
-        match self.roll_back(u) {
+    pub fn noted(&self, report: &mut Report) -> String {
+        let (t, obs, replaced) = (self.target, self.observed, self.replaced);
+        match self.roll_back() {
             Ok(note) => {
                 report.result.rolled_back = true;
                 report.result.actions.push("rollback".into());
@@ -81,15 +81,15 @@ impl Applier<'_> {
 
     /// Restores the revision that ran before `failed`, and brings the `replaced` services back
     /// to the state they were in. Services this run never touched are left as they are.
-    fn roll_back(&self, u: &Undo) -> Result<String, RollbackError> {
-        let (t, obs, failed, replaced) = (u.t, u.obs, &u.failed, u.replaced);
+    fn roll_back(&self) -> Result<String, RollbackError> {
+        let (t, obs, failed, replaced) = (self.target, self.observed, &self.failed, self.replaced);
         let unit_file = t.name.file_name();
         let mut history = self
             .state
             .unit_history(&unit_file)
             .map_err(UnitError::from)?;
         let back = history
-            .last_other_than(&failed.0, failed.1.as_deref())
+            .last_other_than(&failed.revision, failed.image_id.as_deref())
             .cloned()
             .or_else(|| ran_from_disk(obs, failed))
             .ok_or_else(|| RollbackError::NothingEarlier(unit_file.clone()))?;
@@ -104,7 +104,7 @@ impl Applier<'_> {
             &back.revision,
         )
         .map_err(|e| bad(e.to_string()))?;
-        let podman = self.host.podman;
+        let podman = self.jobs.host.podman;
         let image_id = match (&back.image_id, &prev.image) {
             (_, None) => None,
             (Some(id), Some(image)) => {
@@ -123,24 +123,29 @@ impl Applier<'_> {
         // The failed revision stops first: a crash-looping one has a restart of its own
         // scheduled, which would otherwise interleave with the rollback's start (or, after the
         // reload, start the old text on its own), and be taken for a crash loop of it.
-        self.stop_all(replaced)?;
+        self.jobs.stop_all(replaced)?;
         history.written = Some(prev.revision.clone());
         self.state
             .save_unit_history(&unit_file, &history)
             .map_err(UnitError::from)?;
         write_unit(t, &prev.text()).map_err(UnitError::from)?;
-        self.host.systemd.daemon_reload().map_err(UnitError::from)?;
+        self.jobs
+            .host
+            .systemd
+            .daemon_reload()
+            .map_err(UnitError::from)?;
         let mut running = Vec::new();
         for svc in replaced
             .iter()
             .filter(|s| obs.service(s).is_some_and(|o| o.active))
         {
-            let before = self.begin(svc, Job::Start)?;
-            self.wait(svc, &prev, image_id.clone(), before)
+            let before = self.jobs.begin(svc, Job::Start)?;
+            self.jobs
+                .wait(svc, &prev, image_id.clone(), before)
                 .map_err(|source| RollbackError::NotBack { source })?;
             running.push(svc.clone());
         }
-        history.forget(&failed.0, failed.1.as_deref());
+        history.forget(&failed.revision, failed.image_id.as_deref());
         if !running.is_empty() {
             history.record(record(&prev, image_id.clone()));
         }
@@ -164,10 +169,10 @@ impl Applier<'_> {
     /// A unit with no revision that ever ran, and failed: its services stop, and a unit file
     /// this run installed goes, as before the run.
     fn stop_new(&self, t: &Target, replaced: &[String], remove: bool) -> Result<(), UnitError> {
-        self.stop_all(replaced)?;
+        self.jobs.stop_all(replaced)?;
         if remove {
             remove_file(&t.path)?;
-            self.host.systemd.daemon_reload()?;
+            self.jobs.host.systemd.daemon_reload()?;
         }
         Ok(())
     }
@@ -180,8 +185,9 @@ impl Applier<'_> {
         } else {
             replaced.to_vec()
         };
-        let statuses = self.host.systemd.show(&services).unwrap_or_default();
-        let containers = self.host.podman.unit_containers(&services).ok();
+        let host = self.jobs.host;
+        let statuses = host.systemd.show(&services).unwrap_or_default();
+        let containers = host.podman.unit_containers(&services).ok();
         let now: Vec<String> = statuses
             .iter()
             .map(|st| {
@@ -227,10 +233,10 @@ impl Applier<'_> {
 
 /// For a unit refit has no converged record of: the file as it was before this run, if the
 /// running container shows that revision ran (a unit deployed before refit kept history).
-fn ran_from_disk(obs: &Observation, failed: &Pair) -> Option<RevisionRecord> {
+fn ran_from_disk(obs: &Observation, failed: &RevisionImage) -> Option<RevisionRecord> {
     let (text, rev) = (obs.file_text.as_ref()?, obs.file_revision.as_ref()?);
-    let (ran, image_id) = obs.running_pair()?;
-    if ran != *rev || *rev == failed.0 {
+    let ran = obs.running_pair()?;
+    if ran.revision != *rev || *rev == failed.revision {
         return None;
     }
     let unit = UnitFile::parse(text).ok()?;
@@ -239,7 +245,7 @@ fn ran_from_disk(obs: &Observation, failed: &Pair) -> Option<RevisionRecord> {
         revision: rev.clone(),
         text: text.clone(),
         image_ref,
-        image_id,
+        image_id: ran.image_id,
         recorded_at: now_rfc3339(),
         stream: None,
     })

@@ -1,9 +1,11 @@
 //! What a migration run can fail with, each naming what to do.
 
-use super::{backup, source};
+use super::backup;
+use crate::param_path::{AtParam, WithinParam};
 use crate::podman::PodmanError;
 use crate::state::StateError;
 use crate::unit::name::NameError;
+use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrateError {
@@ -18,7 +20,7 @@ pub enum MigrateError {
     #[error("{0} contains a newline; give each word on one line")]
     Newline(&'static str),
     #[error(transparent)]
-    Source(#[from] source::SourceError),
+    Source(#[from] SourceError),
     #[error(
         "image {0} is not present locally; fetch it first (container_unit state=present, or podman load)"
     )]
@@ -56,27 +58,42 @@ pub enum MigrateError {
     )]
     SecretGone { origin: String, secret: String },
     /// An error in one parameter (or one `migrations` entry), named by its path.
-    #[error("{at}: {inner}")]
-    In {
-        at: String,
-        inner: Box<MigrateError>,
-    },
+    #[error(transparent)]
+    In(AtParam<MigrateError>),
 }
 
-impl MigrateError {
-    pub(super) fn within(self, at: &str) -> MigrateError {
+impl WithinParam for MigrateError {
+    fn into_at(self) -> Result<AtParam<MigrateError>, MigrateError> {
         match self {
-            MigrateError::In {
-                at: inner_at,
-                inner,
-            } => MigrateError::In {
-                at: format!("{at}.{inner_at}"),
-                inner,
-            },
-            other => MigrateError::In {
-                at: at.to_string(),
-                inner: Box::new(other),
-            },
+            MigrateError::In(at) => Ok(at),
+            other => Err(other),
         }
     }
+
+    fn from_at(at: AtParam<MigrateError>) -> MigrateError {
+        MigrateError::In(at)
+    }
+}
+
+/// Where a migration container would come from cannot be told (source.rs).
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error(transparent)]
+    Name(#[from] crate::unit::name::NameError),
+    #[error("no unit file {0}; deploy the service first, or give `image` instead of `unit`")]
+    NoUnit(PathBuf),
+    #[error("cannot read {path}: {detail}")]
+    Read { path: PathBuf, detail: String },
+    #[error(
+        "{0} names no image (Image= in [Container], or ImageTag=/Image= in the .image or .build unit it names); fix the unit"
+    )]
+    NoImage(PathBuf),
+    #[error(transparent)]
+    Image(#[from] crate::reference::RefError),
+    #[error("a migration needs `unit` or `image`")]
+    NoSource,
+    #[error(
+        "{path}: `Secret={entry}` is mounted as a file, which run_migrations cannot give a one-off container; make it `type=env`, or pass what the migration needs with `secret_env`"
+    )]
+    MountedSecret { path: PathBuf, entry: String },
 }

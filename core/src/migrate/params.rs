@@ -1,6 +1,7 @@
 //! The module's parameters, and their checks before the host is touched.
 
-use super::{MigrateError, backup, source};
+use super::{MigrateError, backup};
+use crate::param_path::WithinParam;
 use crate::state::StateDir;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -125,7 +126,7 @@ fn validate_one(m: &Migration, p: &Params) -> Result<(), MigrateError> {
             crate::podman::ImageRef::parse(image)
                 .map_err(|e| MigrateError::Source(e.into()).within("image"))?;
         }
-        (None, None) => return Err(MigrateError::Source(source::SourceError::NoSource)),
+        (None, None) => return Err(MigrateError::Source(super::error::SourceError::NoSource)),
     }
     Ok(())
 }

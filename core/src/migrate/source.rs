@@ -2,32 +2,10 @@
 //! quadlet file, or an explicit image.
 
 use super::Migration;
+use super::error::SourceError;
 use crate::podman::{ImageRef, OneOff};
 use crate::unit::{Kind, UnitFile, UnitName, words};
 use std::collections::HashMap;
-use std::path::PathBuf;
-
-#[derive(Debug, thiserror::Error)]
-pub enum SourceError {
-    #[error(transparent)]
-    Name(#[from] crate::unit::name::NameError),
-    #[error("no unit file {0}; deploy the service first, or give `image` instead of `unit`")]
-    NoUnit(PathBuf),
-    #[error("cannot read {path}: {detail}")]
-    Read { path: PathBuf, detail: String },
-    #[error(
-        "{0} names no image (Image= in [Container], or ImageTag=/Image= in the .image or .build unit it names); fix the unit"
-    )]
-    NoImage(PathBuf),
-    #[error(transparent)]
-    Image(#[from] crate::reference::RefError),
-    #[error("a migration needs `unit` or `image`")]
-    NoSource,
-    #[error(
-        "{path}: `Secret={entry}` is mounted as a file, which run_migrations cannot give a one-off container; make it `type=env`, or pass what the migration needs with `secret_env`"
-    )]
-    MountedSecret { path: PathBuf, entry: String },
-}
 
 /// A one-off container, and the name of what it was derived from (for stamps and messages).
 pub struct Source {
