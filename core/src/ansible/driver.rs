@@ -1,4 +1,5 @@
-//! The one driver every module binary calls: read the args file, validate, run, print.
+//! The protocol every module binary goes through (entry.rs calls it): read the args file,
+//! validate, run, and make the one result object.
 //!
 //! It guarantees Ansible's contract: exactly one JSON object on stdout, logs on stderr, and a
 //! `{"failed": true}` object even when the module errs or panics.
@@ -9,10 +10,8 @@ use super::spec::ModuleSpec;
 use super::validate::validate;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
-use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 /// What a module knows about its invocation besides its own parameters.
 #[derive(Debug, Clone, Default)]
@@ -122,51 +121,6 @@ pub fn parse_args(text: &str, path: &Path) -> Result<Args, ArgsError> {
         inv,
         ignore_unknown,
     })
-}
-
-/// Runs a module: `body` gets typed parameters and the invocation, and returns its outcome.
-/// Errors become `failed` results whose message is the error's text.
-pub fn run<P, E, F>(spec: &ModuleSpec, body: F) -> ExitCode
-where
-    P: DeserializeOwned,
-    E: std::fmt::Display,
-    F: FnOnce(P, &Invocation) -> Result<Outcome, E>,
-{
-    let argv: Vec<String> = std::env::args().collect();
-    let result = match argv.get(1).map(String::as_str) {
-        Some("--help" | "-h") => return print_text(&spec.help()),
-        // The sidecar's `options:`, which `make sidecars` writes from this.
-        Some("--doc") => return print_text(&spec.doc_options()),
-        Some("--version" | "-V") => {
-            return print_text(&format!(
-                "{} (refit.containers) {}\n",
-                spec.name,
-                env!("CARGO_PKG_VERSION")
-            ));
-        }
-        Some(path) => match super::detach::respond(spec, Path::new(path), body) {
-            Some(result) => result,
-            // Detached: the result goes to the run dir, and the ticket has been printed.
-            None => return ExitCode::SUCCESS,
-        },
-        None => failure_json(&format!(
-            "{} is an Ansible module: run it as `{} ARGS_FILE`, or see `{} --help`",
-            spec.name, spec.name, spec.name
-        )),
-    };
-    let failed = result
-        .get("failed")
-        .and_then(Value::as_bool)
-        .unwrap_or(true);
-    let mut out = std::io::stdout().lock();
-    // Nothing useful can be done if stdout is gone; Ansible then reports the missing output.
-    let _ = writeln!(out, "{result}");
-    let _ = out.flush();
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
 }
 
 /// Everything `run` does but printing: args file in, result object out.
@@ -302,9 +256,4 @@ fn keep(spec: &ModuleSpec, inv: &Invocation) {
         Ok(kept) => tracing::debug!(kept, "{name} kept in {}", super::keep::KEEP_DIR),
         Err(e) => tracing::debug!("{e}"),
     }
-}
-
-fn print_text(text: &str) -> ExitCode {
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
-    ExitCode::SUCCESS
 }

@@ -4,12 +4,14 @@
 pub mod detach;
 pub mod doc;
 pub mod driver;
+pub mod entry;
 pub mod keep;
 pub mod mask;
 pub mod result;
 pub mod spec;
 pub mod validate;
 
-pub use driver::{Invocation, run};
+pub use driver::Invocation;
+pub use entry::run;
 pub use result::{Diff, Outcome};
 pub use spec::{Default, Elem, Kind, ModuleSpec, OptionSpec, RequiredIf, Rules};

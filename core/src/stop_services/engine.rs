@@ -43,7 +43,7 @@ pub fn stop_set(
     how: &StopOptions,
 ) -> Result<Stopped, StopError> {
     let (check, start, deadline) = (how.check, how.start, how.deadline);
-    let set = super::expand::expand(host.systemd, names, how)?;
+    let set = super::expand::expand(host.systemd, names, how.dependents, how.missing_ok)?;
     let order = stop_order(&set);
     let (active, already_inactive) = split_by_activity(&order, &set);
     if !check && !active.is_empty() {
@@ -132,13 +132,6 @@ pub fn stop_recorded(
     let (active, _) = split_by_activity(&stop_order(&set), &set);
     one_by_one(host, &active, Job::Stop, start, deadline)?;
     Ok(active)
-}
-
-pub(super) fn check_missing(set: &[UnitStatus], missing_ok: bool) -> Result<(), StopError> {
-    match set.iter().find(|s| !s.exists()) {
-        Some(m) if !missing_ok => Err(StopError::Missing(m.name.clone())),
-        _ => Ok(()),
-    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

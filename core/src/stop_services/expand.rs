@@ -2,7 +2,7 @@
 //! asked services, and (with `dependents`) everything that would go down with them or start
 //! them again, transitively. One `systemctl show` per layer.
 
-use super::{StopError, StopOptions, check_missing, order};
+use super::{StopError, order};
 use crate::systemd::{Systemd, UnitStatus};
 use std::collections::BTreeSet;
 
@@ -12,9 +12,9 @@ use std::collections::BTreeSet;
 pub(super) fn expand(
     systemd: &dyn Systemd,
     names: &[String],
-    how: &StopOptions,
+    dependents: bool,
+    missing_ok: bool,
 ) -> Result<Vec<UnitStatus>, StopError> {
-    let (dependents, missing_ok) = (how.dependents, how.missing_ok);
     let first = systemd.show(names)?;
     check_missing(&first, missing_ok)?;
     let mut set: Vec<UnitStatus> = first.into_iter().filter(UnitStatus::exists).collect();
@@ -67,4 +67,12 @@ pub(super) fn expand(
         }
     }
     Ok(set)
+}
+
+/// Refuses a set with a unit that does not exist, unless `missing_ok`.
+pub(super) fn check_missing(set: &[UnitStatus], missing_ok: bool) -> Result<(), StopError> {
+    match set.iter().find(|s| !s.exists()) {
+        Some(m) if !missing_ok => Err(StopError::Missing(m.name.clone())),
+        _ => Ok(()),
+    }
 }

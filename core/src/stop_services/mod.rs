@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use engine::check_missing;
 pub use engine::{StartLimit, Started, StopOptions, Stopped, start_set, stop_recorded, stop_set};
+use expand::check_missing;
 pub use order::{start_order, stop_order};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
