@@ -99,7 +99,9 @@ class CachedBinary(unittest.TestCase):
         self.keep()
         shell = Shell()
         action, result = self.run_action(shell)
-        self.assertEqual(result["args"], {"name": "app", "state": "present", "_ansible_check_mode": False})
+        # The action asks for live progress (refit_progress, on unless a play turns it off).
+        wanted = {"name": "app", "state": "present", "_refit_progress": True}
+        self.assertEqual(result["args"], dict(wanted, _ansible_check_mode=False))
         self.assertFalse(result["changed"])
         action._execute_module.assert_not_called()
         (cmd, stdin), = shell.commands
