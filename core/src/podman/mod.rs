@@ -4,6 +4,7 @@
 mod api;
 mod images;
 mod known_images;
+mod leftovers;
 pub mod oneoff;
 mod pull;
 pub mod secrets;

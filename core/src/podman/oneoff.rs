@@ -22,9 +22,10 @@
 //! never recorded (the power went before conmon could). It is removed, as is any other
 //! leftover of the unit, before a new one is created.
 
-use super::api::{Listed, PodmanApi};
+use super::api::PodmanApi;
+use super::leftovers::{KEY_LABEL, Sweep, sweep};
 use super::wire;
-use super::{ContainerState, Podman, PodmanError};
+use super::{Podman, PodmanError};
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, KillContainerOptions, LogsOptionsBuilder,
@@ -60,7 +61,6 @@ pub struct OneOffResult {
 /// The label that groups a unit's one-off containers.
 pub const SOURCE_LABEL: &str = "io.refit.migration";
 /// The label that says which command on which image a one-off runs.
-const KEY_LABEL: &str = "io.refit.migration.key";
 /// How much of a one-off's output is kept: its tail.
 const MAX_OUTPUT: usize = 64 * 1024;
 /// The bound of an init: the OCI runtime's create, a fraction of a second on a loaded host.
@@ -153,14 +153,6 @@ impl<P: Podman + ?Sized> Drop for Guard<'_, P> {
     }
 }
 
-/// What to do with a unit's leftover one-offs before a new one: the one to adopt, if any, and
-/// the rest to remove.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Sweep {
-    adopt: Option<String>,
-    remove: Vec<String>,
-}
-
 /// True when a volume (`SOURCE:DEST[:OPTIONS]`) has podman relabel it for SELinux (`z`, `Z`)
 /// or chown it to the container's user (`U`), which it does as it initializes the container.
 fn changes_its_volumes(volumes: &[String]) -> bool {
@@ -169,49 +161,6 @@ fn changes_its_volumes(volumes: &[String]) -> bool {
             .nth(2)
             .is_some_and(|opts| opts.split(',').any(|o| matches!(o, "z" | "Z" | "U")))
     })
-}
-
-/// Sorts the leftovers: the first one of the same work (`key`) that has an answer to wait for is
-/// adopted, every other one, never-started ones of the same work included, is removed.
-fn sweep(listed: Vec<Listed>, key: &str) -> Sweep {
-    let mut out = Sweep::default();
-    for c in listed {
-        let same = c
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(KEY_LABEL))
-            .is_some_and(|k| k == key);
-        if same && out.adopt.is_none() && has_an_answer(&c) {
-            out.adopt = Some(c.id);
-        } else {
-            out.remove.push(c.id);
-        }
-    }
-    out
-}
-
-/// True when waiting for a leftover gives the migration's own answer: it still runs (or is
-/// stopping) in this boot, or it ended with its exit recorded and no signal ended it (a
-/// power-off stopped it: its exit is not the migration's). A created, configured or initialized
-/// one never ran; any other state (paused, dead, one refit does not know) gives no exit that
-/// waiting would bring. A container that was running when the host lost power before conmon
-/// recorded its exit is listed after the boot as exited with code 0 and no exit recorded: that
-/// 0 is no answer, and the migration may have stopped halfway.
-fn has_an_answer(c: &Listed) -> bool {
-    match ContainerState::parse(&c.state) {
-        ContainerState::Running => true,
-        ContainerState::NotRunning(s) => match s.as_str() {
-            "stopping" => true,
-            "stopped" | "exited" => c.exited && !killed(c.exit_code),
-            _ => false,
-        },
-        ContainerState::Other(_) => false,
-    }
-}
-
-/// An exit by a signal (128 + its number): the host went down under it, or it was killed.
-fn killed(exit_code: i64) -> bool {
-    exit_code > 128
 }
 
 impl PodmanApi {
@@ -407,98 +356,5 @@ mod tests {
         keep_tail(&mut out);
         assert!(out.len() <= MAX_OUTPUT + 1, "{}", out.len());
         assert!(out.ends_with('é'));
-    }
-
-    /// A leftover as libpod's container list reports it; one that ended has its exit recorded.
-    fn listed(id: &str, key: &str, state: &str) -> Listed {
-        let ended = ["exited", "stopped"].contains(&state);
-        serde_json::from_value(serde_json::json!({
-            "Id": id, "ImageID": "sha256:img", "State": state, "Exited": ended,
-            "Labels": {SOURCE_LABEL: "app", KEY_LABEL: key},
-        }))
-        .expect("a libpod list entry")
-    }
-
-    /// Issue 35: a power-off stops the migration's container with SIGTERM (exit 143); the next
-    /// boot's run must migrate again, not take that for the migration's failure.
-    #[test]
-    fn a_leftover_killed_by_a_signal_is_removed_not_adopted() {
-        let mut killed = listed("killed", "k1", "exited");
-        killed.exit_code = 143;
-        let found = sweep(vec![killed], "k1");
-        assert_eq!(found.adopt, None);
-        assert_eq!(found.remove, ["killed"]);
-        let mut failed = listed("failed", "k1", "exited");
-        failed.exit_code = 1;
-        assert_eq!(sweep(vec![failed], "k1").adopt.as_deref(), Some("failed"));
-    }
-
-    /// Issue 43: a power-off can take conmon before it records the migration's exit. The
-    /// next boot's podman then lists the container as exited with code 0 and no exit recorded
-    /// (`Exited: false`), seen on the testbed after killing conmon and rebooting. Adopted, that
-    /// would count as the migration's success: stamped, its new text installed and started on
-    /// the schema it never migrated. It is removed, and the migration runs anew.
-    #[test]
-    fn a_leftover_whose_exit_was_never_recorded_is_removed_not_adopted() {
-        let mut reset = listed("reset", "k1", "exited");
-        reset.exited = false;
-        let found = sweep(vec![reset], "k1");
-        assert_eq!(found.adopt, None);
-        assert_eq!(found.remove, ["reset"]);
-        // One still running in this boot has no exit yet: it is waited for.
-        let mut running = listed("running", "k1", "running");
-        running.exited = false;
-        assert_eq!(sweep(vec![running], "k1").adopt.as_deref(), Some("running"));
-    }
-
-    #[test]
-    fn a_started_leftover_of_the_same_work_is_adopted_and_the_others_removed() {
-        for state in ["running", "exited", "stopped"] {
-            let found = sweep(
-                vec![
-                    listed("other", "k2", "running"),
-                    listed("same", "k1", state),
-                ],
-                "k1",
-            );
-            let want = Sweep {
-                adopt: Some("same".into()),
-                remove: vec!["other".into()],
-            };
-            assert_eq!(found, want, "{state}");
-        }
-    }
-
-    /// A run killed between its create and its start leaves a container that never runs:
-    /// adopted, it would be waited on until the deadline.
-    #[test]
-    fn a_created_never_started_leftover_of_the_same_work_is_removed_not_adopted() {
-        for state in ["created", "configured", "initialized", "hibernating"] {
-            let found = sweep(vec![listed("same", "k1", state)], "k1");
-            let want = Sweep {
-                adopt: None,
-                remove: vec!["same".into()],
-            };
-            assert_eq!(found, want, "{state}");
-        }
-        let found = sweep(
-            vec![
-                listed("new", "k1", "created"),
-                listed("ran", "k1", "exited"),
-            ],
-            "k1",
-        );
-        assert_eq!(found.adopt.as_deref(), Some("ran"));
-        assert_eq!(found.remove, ["new"]);
-    }
-
-    #[test]
-    fn only_one_leftover_of_the_same_work_is_adopted() {
-        let found = sweep(
-            vec![listed("a", "k1", "running"), listed("b", "k1", "running")],
-            "k1",
-        );
-        assert_eq!(found.adopt.as_deref(), Some("a"));
-        assert_eq!(found.remove, ["b"]);
     }
 }
