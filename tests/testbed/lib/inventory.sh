@@ -45,5 +45,10 @@ host_key_checking = False
 retry_files_enabled = False
 interpreter_python = /usr/bin/python3
 forks = 10
+[ssh_connection]
+# Every bed's hosts answer on the same 127.0.0.1 ports, each bed in its own network namespace:
+# ssh's control sockets, by default under ~/.ansible/cp and named by host, port and user, would
+# hand one bed's connection to another bed's run.
+control_path_dir = $RUN/ssh-cp
 EOF
 }
