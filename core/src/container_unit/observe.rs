@@ -203,22 +203,18 @@ pub fn observe(
 ) -> Result<Observation, UnitError> {
     let file_text = read_optional(&t.path)?;
     let history = state.unit_history(&t.name.file_name())?;
-    let file_revision = match &file_text {
+    let file_unit = match &file_text {
         None => None,
-        Some(text) => match UnitFile::parse(text) {
-            Ok(u) => {
-                let now = t.inputs.effective(&revision_with(&u, &t.dropins));
-                Some(written_for_other_inputs(&u, &now, &history).unwrap_or(now))
-            }
-            Err(e) => {
-                return Err(UnitError::BadFileOnDisk {
-                    unit: t.name.file_name(),
-                    path: t.path.clone(),
-                    detail: e.to_string(),
-                });
-            }
-        },
+        Some(text) => Some(UnitFile::parse(text).map_err(|e| UnitError::BadFileOnDisk {
+            unit: t.name.file_name(),
+            path: t.path.clone(),
+            detail: e.to_string(),
+        })?),
     };
+    let file_revision = file_unit.as_ref().map(|u| {
+        let now = t.inputs.effective(&revision_with(u, &t.dropins));
+        written_for_other_inputs(u, &now, &history).unwrap_or(now)
+    });
     let services = t.services();
     let image_id = match t.desired.as_ref().and_then(|d| d.image.as_ref()) {
         Some(image) => host.podman.image_id(image.as_str())?,
@@ -260,10 +256,7 @@ pub fn observe(
             .find(|c| c.running() && c.unit == svc)
             .cloned()
     };
-    let label = file_text
-        .as_deref()
-        .and_then(|text| UnitFile::parse(text).ok())
-        .and_then(|u| recorded_label(&u));
+    let label = file_unit.as_ref().and_then(recorded_label);
     let changed_at = changed_at(t);
     let seen = super::oneshot::Seen {
         label: label.as_deref(),
