@@ -1,13 +1,10 @@
 #!/usr/bin/env bash
 # `make demo`: refit's whole job in one command, on a test host of this machine. It brings up the
-# testbed, deploys examples/foreman-like with refitctl, publishes a z-stream image, updates
-# (probing every service every 20 ms, so each one's downtime is measured), upgrades to the next
-# stream, prints the status table, and tears everything down, also when a step fails.
+# testbed, runs the demo's steps (examples/demo/steps.sh: deploy, z-stream update, upgrade,
+# status) and tears everything down, also when a step fails.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 TB=$REPO/tests/testbed/testbed.sh
-CTL=$REPO/target/release/refitctl
-DEPLOYMENT=$REPO/examples/foreman-like/deployment.yml
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 step "1/7 Bring up a test host: systemd, podman with quadlet, a registry (a fresh machine takes about 2 minutes)"
@@ -15,51 +12,5 @@ step "1/7 Bring up a test host: systemd, podman with quadlet, a registry (a fres
 trap 'step "7/7 Tear down"; "$TB" down' EXIT
 eval "$("$TB" env)"
 make -C "$REPO" --no-print-directory -s collection refitctl > /dev/null
-WORK=$(mktemp -d "$REFIT_TESTBED_RUN/demo.XXXXXX")
-export REFITCTL_STATE_DIR=$WORK/refitctl
-grep '^th1 ' "$REFIT_TESTBED_RUN/inventory.ini" > "$WORK/hosts.ini"
-base=$(sed -n 's/.*refit_port_base=\([0-9]*\).*/\1/p' "$WORK/hosts.ini")
-names=(db app api content worker@1 worker@2 worker@3)
-ports=($((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) "$(((base + 10) / 10))1" "$(((base + 10) / 10))2" "$(((base + 10) / 10))3")
-registry=127.0.0.1:5000
-for svc in db app api content worker; do
-    for stream in 1.0 1.1; do
-        skopeo copy -q --src-tls-verify=false --dest-tls-verify=false \
-            "docker://$registry/svc:$stream" "docker://$registry/foreman-$svc:$stream"
-    done
-done
-
-ctl() {
-    local rc=0
-    "$CTL" "$@" || rc=$?
-    [ "$rc" -eq 0 ] || { echo "refitctl $1 exited $rc" >&2; exit "$rc"; }
-}
-
-# Runs refitctl under a probe of every service, then prints each one's downtime.
-probed() {
-    local log=$WORK/probe-$1.log stop=$WORK/probe-$1.stop
-    "$REPO/bench/probe.py" "$log" "$stop" 20 300 "${ports[@]}" &
-    local probe=$!
-    ctl "$@"
-    touch "$stop"
-    wait "$probe" || true
-    echo "downtime, from a probe of every service every 20 ms:"
-    "$REPO/bench/downtime.py" "$log" "${names[@]}" |
-        while read -r name ms gaps; do printf '  %-10s %6s ms  (%s gaps)\n' "$name" "$ms" "$gaps"; done
-}
-
-step "2/7 Deploy examples/foreman-like, stream 1.0"
-ctl deploy -i "$WORK/hosts.ini" --deployment "$DEPLOYMENT"
-
-step "3/7 Publish a z-stream image of content (1.0.1, under foreman-content:1.0), and plan"
-"$TB" publish "$registry/foreman-content:1.0" 1.0.1
-ctl plan
-
-step "4/7 Update, with the parameters refitctl remembered"
-probed update
-
-step "5/7 Upgrade to the next stream, 1.1"
-probed upgrade --to 1.1
-
-step "6/7 Status"
-ctl status
+grep '^th1 ' "$REFIT_TESTBED_RUN/inventory.ini" > "$REFIT_TESTBED_RUN/demo-hosts.ini"
+"$REPO/examples/demo/steps.sh" "$REFIT_TESTBED_RUN/demo-hosts.ini"
