@@ -95,7 +95,7 @@ echo "started; its lines follow the integration suite's"
 # test_pulp.
 LANE_SCENARIOS=(test_pulp.yml test_fleet.yml test_refitctl.yml test_container_unit_rollback_history.yml
     test_rerun_at_once.yml test_takeover.yml test_same_tag_power_loss.yml test_rootless_reboot.yml
-    test_pg_major_failures.yml test_pg_major.yml)
+    test_pg_major_failures.yml test_pg_major.yml test_demo_output.yml test_power_loss_exit_lost.yml)
 first_scenarios=()
 for s in tests/integration/test_*.yml; do
     [[ " ${LANE_SCENARIOS[*]} " == *" ${s##*/} "* ]] || first_scenarios+=("${s##*/}")
