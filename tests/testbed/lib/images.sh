@@ -53,7 +53,9 @@ build_image() {
     for t in "$@"; do host_podman push -q --tls-verify=false "${auth[@]}" "$id" "docker://$t"; done
     # The registry holds it now. Host storage keeps only the base: every host podman call slows
     # with the images a suite publishes (a metadata-only build took 6 s beside 550 of them).
-    host_podman rmi "$own" > /dev/null
+    # One removal at a time on the machine: a removal walks every image for parents, and another
+    # bed's removal in that walk made podman warn "Failed to determine if an image is a parent".
+    (flock 9 && host_podman rmi "$own" > /dev/null) 9> /run/refit-testbed-rmi.lock
 }
 
 # The catalogue every test can rely on. Streams are 1.0 .. 1.3; the stream tag (svc:1.0) moves
