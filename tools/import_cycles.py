@@ -1,14 +1,13 @@
 #!/usr/bin/env python3
 """Fails on a circle of imports among the files of one Rust module directory.
 
-    tools/import_cycles.py [--known DIR:a,b ...] core/src [more crate src dirs]
+    tools/import_cycles.py core/src [more crate src dirs]
 
 A file of a module dir imports a sibling through `super::x`, `super::{x::…}` or
 `crate::path::to::dir::x`; a name the dir's mod.rs re-exports (`pub use error::UnitError`) counts
 as an import of the file that defines it. The dir's mod.rs itself is left out: it is the parent
 that declares the files, not one of them. A circle means no file of it can be read, tested or
-moved without the others, which is why `make check` runs this. `--known DIR:a,b` names a
-circle not untied yet (DIR as printed, its files a and b): it is reported, and does not fail.
+moved without the others, which is why `make check` runs this. None is tolerated.
 """
 
 import re
@@ -193,30 +192,18 @@ def circles(src):
 
 
 def main(argv):
-    known, srcs = [], []
-    args = iter(argv)
-    for arg in args:
-        if arg == "--known":
-            d, _, names = next(args, "").partition(":")
-            known.append((d, set(names.split(","))))
-        else:
-            srcs.append(arg)
+    srcs = list(argv)
     if not srcs:
         print(__doc__.strip(), file=sys.stderr)
         return 2
     failed = False
     for src in srcs:
         for d, circle in circles(Path(src)):
-            tolerated = any(str(d) == kd and set(circle) <= names for kd, names in known)
-            failed = failed or not tolerated
+            failed = True
             print(
-                f"circle of imports among the files of {d}: {' -> '.join(circle)}"
-                + (
-                    " (known, not untied yet)"
-                    if tolerated
-                    else ". Move what they share into a file both import, or have one take"
-                    " what it needs as an argument."
-                ),
+                f"circle of imports among the files of {d}: {' -> '.join(circle)}. Move what"
+                " they share into a file both import, or have one take what it needs as an"
+                " argument.",
                 file=sys.stderr,
             )
     return 1 if failed else 0

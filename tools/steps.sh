@@ -15,8 +15,11 @@ timed() {
     return "$rc"
 }
 
-# Formatting, clippy with warnings fatal, and every Rust test of the workspace.
+# No circle of imports among a module dir's files, formatting, clippy with warnings fatal, and
+# every Rust test of the workspace.
 rust_checks() {
+    step "no circle of imports among a module dir's files"
+    timed import-cycles python3 tools/import_cycles.py core/src modules/src refitctl/src
     step "cargo fmt --check"
     timed fmt cargo fmt --all --check
     step "cargo clippy -- -D warnings"

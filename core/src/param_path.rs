@@ -34,6 +34,26 @@ pub trait WithinParam: std::error::Error + Sized + 'static {
     }
 }
 
+/// `WithinParam` for the error enum `$ty` whose variant `$variant` holds an `AtParam` of it:
+/// `within_param!(UnitError::In);`.
+macro_rules! within_param {
+    ($ty:ident :: $variant:ident) => {
+        impl $crate::param_path::WithinParam for $ty {
+            fn into_at(self) -> Result<$crate::param_path::AtParam<$ty>, $ty> {
+                match self {
+                    $ty::$variant(at) => Ok(at),
+                    other => Err(other),
+                }
+            }
+
+            fn from_at(at: $crate::param_path::AtParam<$ty>) -> $ty {
+                $ty::$variant(at)
+            }
+        }
+    };
+}
+pub(crate) use within_param;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -47,17 +67,7 @@ mod tests {
         In(AtParam<E>),
     }
 
-    impl WithinParam for E {
-        fn into_at(self) -> Result<AtParam<E>, E> {
-            match self {
-                E::In(at) => Ok(at),
-                other => Err(other),
-            }
-        }
-        fn from_at(at: AtParam<E>) -> E {
-            E::In(at)
-        }
-    }
+    within_param!(E::In);
 
     #[test]
     fn the_path_grows_outward_and_the_cause_stays_the_source() {

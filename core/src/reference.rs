@@ -85,17 +85,30 @@ impl fmt::Display for ImageRef {
     }
 }
 
+/// A tagged reference taken apart: `reg:5000/app` and `1.0`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RepoTag<'a> {
+    pub repo: &'a str,
+    pub tag: &'a str,
+}
+
 /// The repository and tag of a reference, split as the grammar says: a tag's `:` comes after
 /// the last `/` (one before it is a registry port), and no tag means `latest`. None for a
 /// digest-pinned reference, which names one image and takes no tag.
-pub fn repo_and_tag(raw: &str) -> Option<(&str, &str)> {
+pub fn repo_and_tag(raw: &str) -> Option<RepoTag<'_>> {
     if raw.contains('@') {
         return None;
     }
     let last_slash = raw.rfind('/').map_or(0, |i| i + 1);
     Some(match raw[last_slash..].rfind(':') {
-        Some(i) => (&raw[..last_slash + i], &raw[last_slash + i + 1..]),
-        None => (raw, "latest"),
+        Some(i) => RepoTag {
+            repo: &raw[..last_slash + i],
+            tag: &raw[last_slash + i + 1..],
+        },
+        None => RepoTag {
+            repo: raw,
+            tag: "latest",
+        },
     })
 }
 
@@ -170,15 +183,16 @@ mod tests {
 
     #[test]
     fn repo_and_tag_follow_the_grammar_not_the_last_colon() {
+        let split = |repo, tag| Some(RepoTag { repo, tag });
         assert_eq!(
             repo_and_tag("reg:5000/app"),
-            Some(("reg:5000/app", "latest"))
+            split("reg:5000/app", "latest")
         );
         assert_eq!(
             repo_and_tag("reg:5000/app:1.0"),
-            Some(("reg:5000/app", "1.0"))
+            split("reg:5000/app", "1.0")
         );
-        assert_eq!(repo_and_tag("app"), Some(("app", "latest")));
+        assert_eq!(repo_and_tag("app"), split("app", "latest"));
         let pinned = format!("reg:5000/app@sha256:{}", "a".repeat(64));
         assert_eq!(repo_and_tag(&pinned), None);
     }

@@ -74,13 +74,37 @@ pub fn now_rfc3339() -> String {
 
 /// `2026-12-02T03:42:38Z` for seconds since the epoch.
 pub fn rfc3339(secs: u64) -> String {
-    let ((y, m, d), (hh, mm, ss)) = civil(secs);
-    format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}Z")
+    let c = civil(secs);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        c.year, c.month, c.day, c.hour, c.minute, c.second
+    )
 }
 
-/// UTC date (year, month, day) and time of day (hours, minutes, seconds) of seconds since the
-/// epoch: Howard Hinnant's days-to-civil algorithm.
-pub fn civil(secs: u64) -> ((i64, u32, u32), (u64, u64, u64)) {
+/// A UTC date and time of day, to the second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Civil {
+    pub year: i64,
+    pub month: u32,
+    pub day: u32,
+    pub hour: u64,
+    pub minute: u64,
+    pub second: u64,
+}
+
+impl Civil {
+    /// `20261202T034238`: as names that sort by time write it.
+    pub fn compact(&self) -> String {
+        format!(
+            "{:04}{:02}{:02}T{:02}{:02}{:02}",
+            self.year, self.month, self.day, self.hour, self.minute, self.second
+        )
+    }
+}
+
+/// The UTC date and time of day of seconds since the epoch: Howard Hinnant's days-to-civil
+/// algorithm.
+pub fn civil(secs: u64) -> Civil {
     let days = i64::try_from(secs / 86_400).unwrap_or(0);
     let rem = secs % 86_400;
     let z = days + 719_468;
@@ -92,7 +116,14 @@ pub fn civil(secs: u64) -> ((i64, u32, u32), (u64, u64, u64)) {
     let day = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
     let month = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
     let year = yoe + era * 400 + i64::from(month <= 2);
-    ((year, month, day), (rem / 3600, rem % 3600 / 60, rem % 60))
+    Civil {
+        year,
+        month,
+        day,
+        hour: rem / 3600,
+        minute: rem % 3600 / 60,
+        second: rem % 60,
+    }
 }
 
 /// Seconds since the epoch of an RFC 3339 time as podman writes them

@@ -116,27 +116,15 @@ fn is_run_log(name: &str) -> bool {
 
 /// The time as a log's name starts: `20261202T034238.123Z`, to the millisecond.
 fn compact(t: SystemTime) -> String {
-    let (date, time, ms) = civil(t);
-    format!(
-        "{:04}{:02}{:02}T{:02}{:02}{:02}.{ms:03}Z",
-        date.0, date.1, date.2, time.0, time.1, time.2
-    )
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let c = refit_core::time::civil(d.as_secs());
+    format!("{}.{:03}Z", c.compact(), d.subsec_millis())
 }
 
 /// `2026-12-02T03:42:38Z`
 pub fn rfc3339(t: SystemTime) -> String {
-    let (date, time, _) = civil(t);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-        date.0, date.1, date.2, time.0, time.1, time.2
-    )
-}
-
-/// UTC date and time of day, and milliseconds.
-fn civil(t: SystemTime) -> ((i64, u32, u32), (u64, u64, u64), u32) {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let (date, time) = refit_core::time::civil(d.as_secs());
-    (date, time, d.subsec_millis())
+    refit_core::time::rfc3339(d.as_secs())
 }
 
 /// Text without the terminal's colour codes (ESC [ ... letter).

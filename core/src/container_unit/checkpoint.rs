@@ -46,12 +46,12 @@ pub fn load(state: &StateDir, name: &str) -> Result<Checkpoint, UnitError> {
     Ok(read_json(&path(state, name)?)?.unwrap_or_default())
 }
 
-/// Adds the units it does not hold yet; entries already there (an earlier, interrupted run's)
-/// are the truth and stay.
-pub fn merge(state: &StateDir, name: &str, entries: Vec<(String, Entry)>) -> Result<(), UnitError> {
+/// Adds the units of `found` it does not hold yet; entries already there (an earlier,
+/// interrupted run's) are the truth and stay.
+pub fn merge(state: &StateDir, name: &str, found: Checkpoint) -> Result<(), UnitError> {
     let mut cp = load(state, name)?;
     let before = cp.units.len();
-    for (unit, entry) in entries {
+    for (unit, entry) in found.units {
         cp.units.entry(unit).or_insert(entry);
     }
     if cp.units.len() != before {

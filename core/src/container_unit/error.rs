@@ -1,7 +1,7 @@
 //! What can go wrong in a `container_unit` call, each error saying what to do about it.
 
 use crate::converge::WaitError;
-use crate::param_path::{AtParam, WithinParam};
+use crate::param_path::{AtParam, WithinParam, within_param};
 use crate::podman::PodmanError;
 use crate::state::StateError;
 use crate::systemd::SystemdError;
@@ -74,11 +74,12 @@ pub enum UnitError {
         "{0} has no earlier revision recorded in the state dir, so there is nothing to roll back to"
     )]
     NoPrevious(String),
-    #[error("{unit}: the unit file on disk does not parse ({detail}); fix or remove {path}")]
+    #[error("{unit}: the unit file on disk does not parse ({source}); fix or remove {path}")]
     BadFileOnDisk {
         unit: String,
         path: PathBuf,
-        detail: String,
+        #[source]
+        source: crate::unit::file::ParseError,
     },
     #[error(
         "restart_on_change: {0:?} is not an absolute path; give each file as a full path, such as /etc/app/settings.yaml"
@@ -123,26 +124,16 @@ pub enum ReferenceError {
         "{from} runs the image of {unit}, which names none; give {unit} an `Image=` (an .image unit) or an `ImageTag=` (a .build unit)"
     )]
     NoImage { from: String, unit: String },
-    #[error("{unit}: the file in the quadlet dir does not parse ({detail}); fix or remove {path}")]
+    #[error("{unit}: the file in the quadlet dir does not parse ({source}); fix or remove {path}")]
     BadFile {
         unit: String,
         path: std::path::PathBuf,
-        detail: String,
+        #[source]
+        source: crate::unit::file::ParseError,
     },
 }
 
-impl WithinParam for UnitError {
-    fn into_at(self) -> Result<AtParam<UnitError>, UnitError> {
-        match self {
-            UnitError::In(at) => Ok(at),
-            other => Err(other),
-        }
-    }
-
-    fn from_at(at: AtParam<UnitError>) -> UnitError {
-        UnitError::In(at)
-    }
-}
+within_param!(UnitError::In);
 
 /// A render error, named by its parameter where the message does not say it already.
 pub(super) fn render_error(e: RenderError) -> UnitError {

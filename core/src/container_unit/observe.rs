@@ -208,7 +208,7 @@ pub fn observe(
         Some(text) => Some(UnitFile::parse(text).map_err(|e| UnitError::BadFileOnDisk {
             unit: t.name.file_name(),
             path: t.path.clone(),
-            detail: e.to_string(),
+            source: e,
         })?),
     };
     let file_revision = file_unit.as_ref().map(|u| {

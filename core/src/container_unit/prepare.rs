@@ -17,7 +17,7 @@ const AT_ONCE: usize = 8;
 /// What the run does with the targets.
 pub struct Prepared {
     /// Each target as it was found, for the run's checkpoint.
-    pub before: Vec<(String, checkpoint::Entry)>,
+    pub before: Checkpoint,
     pub work: Vec<Work>,
     /// Units a whole-deployment rollback leaves as they are: nothing to go back to.
     pub untouched: Vec<String>,
@@ -41,6 +41,13 @@ enum One {
     Untouched(String),
 }
 
+/// One target prepared: its unit file and how it was found, and what the run does with it.
+struct Found {
+    file: String,
+    entry: checkpoint::Entry,
+    one: One,
+}
+
 /// Prepares every target; the first failure, in the targets' order, fails the whole.
 pub fn prepare_all(
     host: &Host,
@@ -49,13 +56,14 @@ pub fn prepare_all(
     how: &How,
 ) -> Result<Prepared, UnitError> {
     let mut out = Prepared {
-        before: Vec::with_capacity(targets.len()),
+        before: Checkpoint::default(),
         work: Vec::with_capacity(targets.len()),
         untouched: Vec::new(),
     };
     for prepared in crate::parallel::map(targets, AT_ONCE, |t| prepare(host, state, t, how)) {
-        let (before, one) = prepared?;
-        out.before.push(before);
+        let Found { file, entry, one } = prepared?;
+        // The first of a unit named twice is the one found before the run.
+        out.before.units.entry(file).or_insert(entry);
         match one {
             One::Work(w) => out.work.push(*w),
             One::Untouched(unit) => out.untouched.push(unit),
@@ -64,15 +72,10 @@ pub fn prepare_all(
     Ok(out)
 }
 
-fn prepare(
-    host: &Host,
-    state: &StateDir,
-    mut t: Target,
-    how: &How,
-) -> Result<((String, checkpoint::Entry), One), UnitError> {
+fn prepare(host: &Host, state: &StateDir, mut t: Target, how: &How) -> Result<Found, UnitError> {
     let lap = Instant::now();
     let mut obs = observe::observe(host, state, &t, how.pre)?;
-    let before = (t.name.file_name(), checkpoint::Entry::of(&obs));
+    let (file, entry) = (t.name.file_name(), checkpoint::Entry::of(&obs));
     let resolved = match how.restore_from {
         Some(cp) => resolve::resolve_checkpoint(&mut t, &mut obs, cp),
         None => resolve::resolve_rollback(&mut t, &mut obs),
@@ -81,7 +84,13 @@ fn prepare(
         Ok(()) => {}
         // Rolling a whole deployment back leaves the units it never changed as they are; a
         // unit named on its own must have something to go back to.
-        Err(UnitError::NoPrevious(unit)) if how.batch => return Ok((before, One::Untouched(unit))),
+        Err(UnitError::NoPrevious(unit)) if how.batch => {
+            return Ok(Found {
+                file,
+                entry,
+                one: One::Untouched(unit),
+            });
+        }
         Err(e) => return Err(e),
     }
     let observed_ms = lap.elapsed().as_millis() as u64;
@@ -109,13 +118,14 @@ fn prepare(
     }
     report.result.duration_ms.observe = Some(observed_ms);
     report.result.duration_ms.fetch = Some(lap.elapsed().as_millis() as u64);
-    Ok((
-        before,
-        One::Work(Box::new(Work {
+    Ok(Found {
+        file,
+        entry,
+        one: One::Work(Box::new(Work {
             target: t,
             observed: obs,
             plan,
             report,
         })),
-    ))
+    })
 }

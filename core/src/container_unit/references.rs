@@ -39,7 +39,7 @@ fn on_disk(dir: &Path, name: &str) -> Result<Option<(UnitFile, Kind)>, UnitError
     let unit = UnitFile::parse(&text).map_err(|e| ReferenceError::BadFile {
         unit: name.to_string(),
         path: path.clone(),
-        detail: e.to_string(),
+        source: e,
     })?;
     Ok(Some((unit, n.kind())))
 }

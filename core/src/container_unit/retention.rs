@@ -53,7 +53,11 @@ pub fn after_run(
     check: bool,
 ) -> Vec<String> {
     let mut warnings = Vec::new();
-    let mut in_use: Option<BTreeSet<String>> = None;
+    let mut tidy = Tidy {
+        host,
+        state,
+        in_use: None,
+    };
     for Work {
         target: t,
         plan,
@@ -76,7 +80,7 @@ pub fn after_run(
                 prune: r.prune && converges,
                 ..r
             };
-            match retain(host, state, t, pulled, converges, r, &mut in_use) {
+            match retain(&mut tidy, t, pulled, converges, r) {
                 Ok(pruned) => report.result.images_pruned = pruned,
                 Err(e) => warnings.push(format!(
                     "{unit}: its kept images could not be tidied ({e}); the next run that changes it tries again"
@@ -93,18 +97,24 @@ pub fn after_run(
     warnings
 }
 
+/// Where the units' images are tidied, and the images containers use, asked once a run when
+/// the first unit has one to remove.
+struct Tidy<'a> {
+    host: &'a Host<'a>,
+    state: &'a StateDir,
+    in_use: Option<BTreeSet<String>>,
+}
+
 /// One unit: note what was pulled for it; when it converged, trim its history, tag what it
 /// keeps, untag and remove what it no longer needs.
 fn retain(
-    host: &Host,
-    state: &StateDir,
+    tidy: &mut Tidy,
     t: &super::Target,
     pulled: Option<String>,
     converged: bool,
     r: Retention,
-    in_use: &mut Option<BTreeSet<String>>,
 ) -> Result<Vec<PrunedImage>, UnitError> {
-    let podman = host.podman;
+    let (podman, state, in_use) = (tidy.host.podman, tidy.state, &mut tidy.in_use);
     let (stem, unit) = (t.name.stem(), t.name.file_name());
     let unit = unit.as_str();
     let mut h = state.unit_history(unit)?;

@@ -12,8 +12,10 @@ pub fn check_disk(store: &Path, need: u64) -> Result<u64, FlowError> {
     while !p.exists() {
         p = p.parent().unwrap_or(Path::new("/"));
     }
-    let st =
-        rustix::fs::statvfs(p).map_err(|e| FlowError::Statvfs(p.to_path_buf(), e.to_string()))?;
+    let st = rustix::fs::statvfs(p).map_err(|source| FlowError::Statvfs {
+        path: p.to_path_buf(),
+        source,
+    })?;
     let free = st.f_bavail.saturating_mul(st.f_frsize) / (1024 * 1024);
     if free < need {
         return Err(FlowError::Disk {

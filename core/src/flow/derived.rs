@@ -50,10 +50,10 @@ pub fn run_id(flow: Flow) -> String {
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    let ((y, m, d), (hh, mm, ss)) = crate::time::civil(since.as_secs());
     format!(
-        "{}-{y:04}{m:02}{d:02}T{hh:02}{mm:02}{ss:02}.{:06}",
+        "{}-{}.{:06}",
         flow.as_str(),
+        crate::time::civil(since.as_secs()).compact(),
         since.subsec_micros()
     )
 }

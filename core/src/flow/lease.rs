@@ -120,15 +120,18 @@ impl Leases {
             })
     }
 
-    /// Decides whether `run_id` may take the lease for `flow` to `stream`.
+    /// Decides whether the run `claim` names may take the lease.
     pub fn decide(
         &self,
         held: Option<&Lease>,
-        flow: &str,
-        stream: &str,
-        run_id: &str,
+        claim: &Claim,
         judge: &Judge,
     ) -> Result<Taken, FlowError> {
+        let Claim {
+            flow,
+            stream,
+            run_id,
+        } = *claim;
         let Some(l) = held else {
             return Ok(Taken::Fresh);
         };
@@ -183,24 +186,24 @@ impl Leases {
         run_id: &str,
         recovered: bool,
         inv: &Invocation,
-    ) -> Result<(bool, String), FlowError> {
+    ) -> Result<Outcome, FlowError> {
         let _lock = self.lock(run_id)?;
         let Some(mut l) = self.read()?.filter(|l| l.run_id == run_id) else {
-            return Ok((false, format!("run {run_id} holds no lease")));
+            return Ok(Outcome::new(false, format!("run {run_id} holds no lease")));
         };
         if inv.check_mode {
-            return Ok((false, "all checks passed".into()));
+            return Ok(Outcome::new(false, "all checks passed"));
         }
         if recovered {
             remove_file(&self.path)?;
-            return Ok((
+            return Ok(Outcome::new(
                 true,
                 format!("released the lease of run {run_id}: everything was put back"),
             ));
         }
         l.ended_at = Some(crate::time::now_rfc3339());
         self.write(&l)?;
-        Ok((
+        Ok(Outcome::new(
             true,
             format!(
                 "run {run_id} keeps the lease {}, since its recovery failed: fix the cause, then run the {} to stream {} again, which resumes it at once",
@@ -212,28 +215,36 @@ impl Leases {
     }
 }
 
+/// A run asking for the lease: its flow, the stream it goes to, and its ID.
+pub struct Claim<'a> {
+    pub flow: &'a str,
+    pub stream: &'a str,
+    pub run_id: &'a str,
+}
+
+/// The lease `take` wrote, and whether the host may have moved since the checks looked at it.
+pub(super) struct Took {
+    pub(super) taken: Taken,
+    pub(super) moved: bool,
+}
+
 /// The decision again, under the lock: another controller may have taken the lease since it
 /// was read. Then the archive is loaded and the lease written. Also says whether the host may
 /// have moved since the checks looked at it: another module held the lock first, or an archive
 /// was loaded.
-pub(super) fn take(
-    cx: &Context,
-    host: &Host,
-    report: &mut Report,
-) -> Result<(Taken, bool), FlowError> {
+pub(super) fn take(cx: &Context, host: &Host, report: &mut Report) -> Result<Took, FlowError> {
     let p = cx.p;
     let leases = &cx.leases;
     let lock = leases.lock(&cx.run_id)?;
     let moved = lock.waited() || p.image_archive.is_some();
     let held = leases.read()?;
     let now = host.clock.boot_time()?;
-    let taken = leases.decide(
-        held.as_ref(),
-        &cx.flow,
-        &cx.stream,
-        &cx.run_id,
-        &judge(p, &now),
-    )?;
+    let claim = Claim {
+        flow: &cx.flow,
+        stream: &cx.stream,
+        run_id: &cx.run_id,
+    };
+    let taken = leases.decide(held.as_ref(), &claim, &judge(p, &now))?;
     if let Some(archive) = &p.image_archive {
         report.loaded_images = host.podman.load_archive(archive)?;
         super::checks::check_images(host, &p.images())?;
@@ -263,7 +274,7 @@ pub(super) fn take(
     leases.write(&l)?;
     report.resumed = matches!(taken, Taken::Resumed { .. });
     drop(lock);
-    Ok((taken, moved))
+    Ok(Took { taken, moved })
 }
 
 /// How `begin` judges a lease held by another run, at `now` on the boot clock.
@@ -276,11 +287,11 @@ pub(super) fn judge<'a>(p: &'a Params, now: &'a BootTime) -> Judge<'a> {
 }
 
 /// Releases a lease an interrupted run left, on an operator's word.
-pub(super) fn abandon(cx: &Context, inv: &Invocation) -> Result<(bool, String), FlowError> {
+pub(super) fn abandon(cx: &Context, inv: &Invocation) -> Result<Outcome, FlowError> {
     Ok(match &cx.lease {
-        None => (false, "no lease is held".to_string()),
+        None => Outcome::new(false, "no lease is held"),
         // With a run_id, only that run's own lease is released, never another run's.
-        Some(l) if cx.p.run_id.as_ref().is_some_and(|id| *id != l.run_id) => (
+        Some(l) if cx.p.run_id.as_ref().is_some_and(|id| *id != l.run_id) => Outcome::new(
             false,
             format!(
                 "the lease belongs to run {}, not this one; left as it is",
@@ -297,7 +308,7 @@ pub(super) fn abandon(cx: &Context, inv: &Invocation) -> Result<(bool, String), 
                     remove_file(stage)?;
                 }
             }
-            (
+            Outcome::new(
                 true,
                 format!(
                     "released the lease of the unfinished {} to {}, and dropped its staged unit texts",

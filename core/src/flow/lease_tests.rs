@@ -54,8 +54,12 @@ impl Bed {
             grace: GRACE,
             ended_runs: ended,
         };
-        self.leases
-            .decide(held.as_ref(), flow, "1.0", run_id, &judge)
+        let claim = Claim {
+            flow,
+            stream: "1.0",
+            run_id,
+        };
+        self.leases.decide(held.as_ref(), &claim, &judge)
     }
 
     fn resumed(&self, run_id: &str, ended: &[String]) -> Liveness {
@@ -158,9 +162,9 @@ fn a_run_put_back_by_its_recovery_leaves_no_lease() {
     let bed = Bed::new();
     bed.take("run-a");
     // Another run's end is not this run's: run-a's lease stays.
-    let (changed, msg) = bed.leases.end("run-b", true, &inv()).expect("end");
+    let Outcome { changed, msg, .. } = bed.leases.end("run-b", true, &inv()).expect("end");
     assert!(!changed && msg.contains("holds no lease"), "{msg}");
-    let (changed, _) = bed.leases.end("run-a", true, &inv()).expect("end");
+    let Outcome { changed, .. } = bed.leases.end("run-a", true, &inv()).expect("end");
     assert!(changed);
     assert_eq!(bed.leases.read().expect("read"), None);
     assert_eq!(
@@ -173,7 +177,7 @@ fn a_run_put_back_by_its_recovery_leaves_no_lease() {
 fn a_failed_recovery_keeps_the_lease_marked_ended_and_says_what_to_run() {
     let bed = Bed::new();
     bed.take("run-a");
-    let (changed, msg) = bed.leases.end("run-a", false, &inv()).expect("end");
+    let Outcome { changed, msg, .. } = bed.leases.end("run-a", false, &inv()).expect("end");
     assert!(changed);
     assert!(
         msg.contains("keeps the lease")

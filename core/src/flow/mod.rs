@@ -143,8 +143,12 @@ pub enum FlowError {
         "preflight: the image store {path} has {free} MiB free, less than the {need} MiB needed; free some space (podman image prune) or lower min_free_mb"
     )]
     Disk { path: PathBuf, free: u64, need: u64 },
-    #[error("preflight: cannot read free space of {0}: {1}")]
-    Statvfs(PathBuf, String),
+    #[error("preflight: cannot read free space of {path}: {source}")]
+    Statvfs {
+        path: PathBuf,
+        #[source]
+        source: rustix::io::Errno,
+    },
     #[error("preflight: {0}")]
     Podman(#[from] crate::podman::PodmanError),
     #[error("preflight: {0}")]
@@ -229,8 +233,8 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowErro
         recorded,
         lease,
     };
-    let (changed, msg) = match p.action {
-        Action::Status => (
+    let out = match p.action {
+        Action::Status => Outcome::new(
             false,
             format!(
                 "stream {}",
@@ -244,13 +248,13 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, FlowErro
         // a no-op run stays `changed=0`.
         Action::Finish => {
             finish(&cx, inv)?;
-            (
+            Outcome::new(
                 false,
                 format!("{} finished on stream {}", cx.flow, cx.stream),
             )
         }
     };
-    Ok(Outcome::new(changed, msg).with_data(&report))
+    Ok(out.with_data(&report))
 }
 
 /// Every check before anything is touched, then the lease; with `units`, the plan too, and
@@ -275,11 +279,14 @@ fn begin(
         target::validate(t)?;
     }
     // Read-only first: a refusal for any reason writes nothing.
-    let decided = cx.leases.decide(
-        cx.lease.as_ref(),
+    let claim = lease::Claim {
         flow,
         stream,
         run_id,
+    };
+    let decided = cx.leases.decide(
+        cx.lease.as_ref(),
+        &claim,
         &lease::judge(p, &host.clock.boot_time()?),
     )?;
     if cx.kind != Some(Flow::Upgrade)
@@ -326,7 +333,7 @@ fn begin(
     let how = if inv.check_mode {
         "all checks passed".to_string()
     } else {
-        let (taken, moved) = lease::take(cx, host, &mut report)?;
+        let lease::Took { taken, moved } = lease::take(cx, host, &mut report)?;
         if moved {
             remembered.forget();
         }

@@ -156,7 +156,8 @@ pub fn make(
                 )
             })
             .transpose()?;
-        migrate::judge_all(&migrate_params(p, flow)?, inv, host)?
+        let judged = migrate::judge_all(&migrate_params(p, flow)?, inv, host)?;
+        (judged.list, judged.revealed)
     };
     Ok(FlowPlan {
         units,

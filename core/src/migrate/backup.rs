@@ -71,6 +71,15 @@ struct Listed {
     migration: String,
 }
 
+/// Where and how a run takes and restores its backups: the host, its state dir, the run's
+/// stop record name (its backups are listed under it) and each container's deadline.
+pub struct Site<'a> {
+    pub host: &'a Host<'a>,
+    pub state: &'a StateDir,
+    pub record: &'a str,
+    pub timeout: Duration,
+}
+
 /// The migration a backup is taken for: its source, its name in the deployment, its stamp.
 pub struct For<'a> {
     pub source: &'a str,
@@ -200,14 +209,13 @@ pub fn forget_finished(
 
 /// Takes one backup for the migration `source`, records it, lists it for the run's recovery
 /// and prunes its stream.
-pub fn take(
-    b: &Backup,
-    origin: &For,
-    host: &Host,
-    state: &StateDir,
-    record: &str,
-    timeout: Duration,
-) -> Result<Taken, BackupError> {
+pub fn take(b: &Backup, origin: &For, site: &Site) -> Result<Taken, BackupError> {
+    let Site {
+        state,
+        record,
+        timeout,
+        ..
+    } = *site;
     let t0 = Instant::now();
     let _step = crate::progress::step(format!("backing up {}", origin.source), Some(timeout));
     let stream_dir = state.ensure_backups(&b.stream)?;
@@ -225,22 +233,15 @@ pub fn take(
         duration_ms: 0,
         size_bytes: 0,
     };
-    let rc = run(
-        host,
-        &taken,
-        &b.env_words(),
-        b.command.clone(),
-        "backup",
-        timeout,
-    )?;
+    let ran = run(site, &taken, &b.env_words(), b.command.clone(), "backup")?;
     // The tool wrote under its own umask (pg_dump: 0644); the dump is root's alone.
     narrow_tree(&dir)?;
-    if rc.0 != 0 {
+    if ran.rc != 0 {
         return Err(BackupError::BackupFailed {
             source_name: origin.source.to_string(),
-            rc: rc.0,
+            rc: ran.rc,
             dir: taken.dir,
-            tail: rc.1,
+            tail: ran.tail,
         });
     }
     taken.size_bytes = size_of(&dir);
@@ -274,14 +275,11 @@ pub fn has_restore(
 /// Restores this run's backups, newest first, when its stop record says the run is still
 /// unfinished; returns what it restored. A restored list is removed, so it is restored once.
 pub fn restore(
-    host: &Host,
-    state: &StateDir,
-    record: &str,
+    site: &Site,
     stop_record: &Path,
     envs: &EnvByMigration,
-    timeout: Duration,
 ) -> Result<Vec<Taken>, BackupError> {
-    let list_file = list_path(state, record);
+    let list_file = list_path(site.state, site.record);
     if !stop_record.exists() {
         return Ok(Vec::new());
     }
@@ -307,13 +305,13 @@ pub fn restore(
             });
         }
         let env = given.to_vec();
-        let (rc, tail) = run(host, t, &env, t.restore_command.clone(), "restore", timeout)?;
-        if rc != 0 {
+        let ran = run(site, t, &env, t.restore_command.clone(), "restore")?;
+        if ran.rc != 0 {
             return Err(BackupError::RestoreFailed {
                 source_name: t.source.clone(),
-                rc,
+                rc: ran.rc,
                 dir: t.dir.clone(),
-                tail,
+                tail: ran.tail,
             });
         }
     }
@@ -324,15 +322,22 @@ pub fn restore(
     Ok(list.into_iter().rev().map(|l| l.taken).collect())
 }
 
-/// Runs `command` in the backup's container, its directory mounted at MOUNT: (rc, output tail).
+/// How a backup's or restore's container exited: its exit code and the tail of its output.
+struct Ran {
+    rc: i64,
+    tail: String,
+}
+
+/// Runs `command` (the `what`: backup or restore) in the backup's container, its directory
+/// mounted at MOUNT.
 fn run(
-    host: &Host,
+    site: &Site,
     t: &Taken,
     env: &[String],
     command: Vec<String>,
     what: &str,
-    timeout: Duration,
-) -> Result<(i64, String), BackupError> {
+) -> Result<Ran, BackupError> {
+    let timeout = site.timeout;
     let mut volumes = t.volumes.clone();
     volumes.push(format!("{}:{MOUNT}", t.dir));
     let spec = OneOff {
@@ -346,8 +351,11 @@ fn run(
             format!("{}-{what}", t.source),
         )]),
     };
-    match host.podman.run_oneoff(&spec, timeout)? {
-        Finished::Exited(r) => Ok((r.rc, super::tail(&r.output))),
+    match site.host.podman.run_oneoff(&spec, timeout)? {
+        Finished::Exited(r) => Ok(Ran {
+            rc: r.rc,
+            tail: super::tail(&r.output),
+        }),
         Finished::TimedOut { .. } => Err(BackupError::Timeout {
             what: format!("{}: the {what} of {}", t.source, t.dir),
             secs: timeout.as_secs(),

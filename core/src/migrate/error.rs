@@ -1,7 +1,7 @@
 //! What a migration run can fail with, each naming what to do.
 
 use super::backup;
-use crate::param_path::{AtParam, WithinParam};
+use crate::param_path::{AtParam, within_param};
 use crate::podman::PodmanError;
 use crate::state::StateError;
 use crate::unit::name::NameError;
@@ -62,18 +62,7 @@ pub enum MigrateError {
     In(AtParam<MigrateError>),
 }
 
-impl WithinParam for MigrateError {
-    fn into_at(self) -> Result<AtParam<MigrateError>, MigrateError> {
-        match self {
-            MigrateError::In(at) => Ok(at),
-            other => Err(other),
-        }
-    }
-
-    fn from_at(at: AtParam<MigrateError>) -> MigrateError {
-        MigrateError::In(at)
-    }
-}
+within_param!(MigrateError::In);
 
 /// Where a migration container would come from cannot be told (source.rs).
 #[derive(Debug, thiserror::Error)]

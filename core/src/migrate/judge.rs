@@ -1,7 +1,7 @@
 //! Whether a migration is pending, decided without stopping anything.
 
+use super::one::{Done, One};
 use super::params::{migrations, validate};
-use super::pending::Done;
 use super::stamp::{load_stamp, new_stamp, save_stamp, stamp_key};
 use super::{Judgement, MigrateError, Migration, Params, Report, short, source, staged};
 use crate::ansible::Invocation;
@@ -32,15 +32,15 @@ pub(super) enum Judged {
 /// stopping anything: its stamp first, then its check command (which stamps `not_pending`).
 /// `checked_pending`: the image ID for which this run's first call already ran the check command
 /// and found work. The check is not run twice for one image: Pulp's takes seconds.
-pub(super) fn judge(
-    m: &Migration,
-    p: &Params,
-    inv: &Invocation,
-    host: &Host,
-    state: &StateDir,
-    revealed: &mut Vec<String>,
-    checked_pending: Option<&str>,
-) -> Result<Judged, MigrateError> {
+pub(super) fn judge(one: &mut One, checked_pending: Option<&str>) -> Result<Judged, MigrateError> {
+    let One {
+        m,
+        p,
+        inv,
+        host,
+        state,
+        ..
+    } = *one;
     let t0 = Instant::now();
     let coming = m
         .unit
@@ -121,7 +121,7 @@ pub(super) fn judge(
                 secret: secret.clone(),
             })?;
         oneoff.spec.env.push(format!("{var}={value}"));
-        revealed.push(value);
+        one.revealed.push(value);
     }
     let checked = m.check_command.is_some();
     if let Some(check) = m
@@ -163,13 +163,16 @@ pub(super) fn named_source(m: &Migration) -> String {
         .unwrap_or_default()
 }
 
+/// Every migration of a call judged, and the values of the units' secrets read to judge them,
+/// to be masked like parameters.
+pub struct Judgements {
+    pub list: Vec<Judgement>,
+    pub revealed: Vec<String>,
+}
+
 /// Judges every migration without running or stopping anything: what a flow's first call
 /// needs to decide whether there is work. A pending one is judged again when it runs.
-pub fn judge_all(
-    p: &Params,
-    inv: &Invocation,
-    host: &Host,
-) -> Result<(Vec<Judgement>, Vec<String>), MigrateError> {
+pub fn judge_all(p: &Params, inv: &Invocation, host: &Host) -> Result<Judgements, MigrateError> {
     validate(p)?;
     let state = StateDir::new(&p.state_dir);
     let list = migrations(p);
@@ -177,7 +180,10 @@ pub fn judge_all(
     let mut out = Vec::with_capacity(list.len());
     for m in list {
         let source = named_source(m);
-        out.push(match judge(m, p, inv, host, &state, &mut revealed, None)? {
+        let mut one = One::new(m, p, inv, host, &state);
+        let judged = judge(&mut one, None)?;
+        revealed.append(&mut one.revealed);
+        out.push(match judged {
             Judged::Decided(d) => Judgement {
                 source,
                 pending: d.changed,
@@ -198,5 +204,8 @@ pub fn judge_all(
             },
         });
     }
-    Ok((out, revealed))
+    Ok(Judgements {
+        list: out,
+        revealed,
+    })
 }

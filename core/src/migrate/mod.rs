@@ -10,6 +10,7 @@
 pub mod backup;
 mod error;
 mod judge;
+mod one;
 mod params;
 mod pending;
 mod restore;
@@ -21,7 +22,7 @@ mod start_again;
 mod together;
 
 pub use error::MigrateError;
-pub use judge::judge_all;
+pub use judge::{Judgements, judge_all};
 pub use params::{DEFAULT_MIN_HEALTHY_TIME, Migration, Params, validate};
 pub use stamp::Stamp;
 
@@ -30,6 +31,7 @@ use crate::host::Host;
 pub use crate::results::run_migrations::Judgement;
 use crate::results::run_migrations::{BatchResult, MigrationResult};
 use crate::state::StateDir;
+use one::One;
 use pending::run_one;
 use restore::restore;
 use std::time::Instant;
@@ -67,9 +69,9 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, MigrateE
         &deps,
         together::AT_ONCE,
         |m| {
-            let mut revealed = Vec::new();
-            let d = run_one(m, &p, inv, host, &state, &mut revealed, &books);
-            (d, revealed)
+            let mut one = One::new(m, &p, inv, host, &state);
+            let d = run_one(&mut one, &books);
+            (d, one.revealed)
         },
         |(d, _)| d.as_ref().is_ok_and(|d| !d.failed),
     );

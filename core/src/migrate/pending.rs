@@ -2,14 +2,10 @@
 //! migrate, start again.
 
 use super::judge::{Judged, Ready, judge, named_source};
+use super::one::{Done, One};
 use super::stamp::{new_stamp, save_stamp};
-use super::{
-    MigrateError, Migration, Params, Report, backup, short, staged, start_again, stop_host, tail,
-};
-use crate::ansible::Invocation;
-use crate::host::Host;
+use super::{MigrateError, Report, backup, short, staged, start_again, stop_host, tail};
 use crate::podman::{Ended, Guard, OneOff, Prepared};
-use crate::state::StateDir;
 use std::time::Duration;
 
 /// What migrations running at once share, taken one at a time: the run's stop record and its
@@ -18,18 +14,8 @@ pub(super) type Books = std::sync::Mutex<()>;
 
 /// Where a migration's stop and backup are recorded.
 struct At<'a> {
-    state: &'a StateDir,
     stop_record: &'a std::path::Path,
     books: &'a Books,
-}
-
-/// What one migration did: its report, whether it changed anything, and its message, or the
-/// failure that ends the run.
-pub(super) struct Done {
-    pub(super) report: Report,
-    pub(super) changed: bool,
-    pub(super) msg: String,
-    pub(super) failed: bool,
 }
 
 /// Runs one migration if it is pending, in the order that keeps its services' downtime to the
@@ -37,20 +23,14 @@ pub(super) struct Done {
 /// serve, then they stop (and are backed up), the migration runs, they start again, and only
 /// then is the container removed. If the create fails, nothing is stopped; whatever fails
 /// after it, the container is removed.
-pub(super) fn run_one(
-    m: &Migration,
-    p: &Params,
-    inv: &Invocation,
-    host: &Host,
-    state: &StateDir,
-    revealed: &mut Vec<String>,
-    books: &Books,
-) -> Result<Done, MigrateError> {
+pub(super) fn run_one(one: &mut One, books: &Books) -> Result<Done, MigrateError> {
+    let (m, p) = (one.m, one.p);
     let checked_pending = p.checked_pending.get(&named_source(m)).map(String::as_str);
-    let ready = match judge(m, p, inv, host, state, revealed, checked_pending)? {
+    let ready = match judge(one, checked_pending)? {
         Judged::Decided(d) => return Ok(*d),
         Judged::Pending(r) => *r,
     };
+    let (host, state) = (one.host, one.state);
     let stop_record = crate::stop_services::record_path(state, &p.stop_record)?;
     let spec = OneOff {
         command: m.command.clone(),
@@ -59,11 +39,10 @@ pub(super) fn run_one(
     // The guard removes the container on every early return, and on a panic.
     let container = Guard::new(host.podman, host.podman.prepare_oneoff(&spec)?);
     let at = At {
-        state,
         stop_record: &stop_record,
         books,
     };
-    let done = migrate_prepared(m, p, host, &at, ready, container.prepared());
+    let done = migrate_prepared(one, &at, ready, container.prepared());
     let removed = container.remove();
     let done = done?;
     removed?;
@@ -73,14 +52,15 @@ pub(super) fn run_one(
 /// A pending migration whose container is prepared: stops its services, backs up, runs it,
 /// and starts them again, leaving the container for the caller to remove.
 fn migrate_prepared(
-    m: &Migration,
-    p: &Params,
-    host: &Host,
+    one: &One,
     at: &At,
     mut ready: Ready,
     container: &Prepared,
 ) -> Result<Done, MigrateError> {
-    let (state, stop_record) = (at.state, at.stop_record);
+    let One {
+        m, p, host, state, ..
+    } = *one;
+    let stop_record = at.stop_record;
     let timeout = Duration::from_secs(p.timeout);
     // Migrations running at once share the run's stop record and backup list: one at a time
     // reads and writes them. Held until its services are stopped and backed up.
@@ -114,7 +94,13 @@ fn migrate_prepared(
             migration: &named_source(m),
             stamp: &ready.stamp_path,
         };
-        let taken = backup::take(b, &origin, host, state, &p.stop_record, timeout)?;
+        let site = backup::Site {
+            host,
+            state,
+            record: &p.stop_record,
+            timeout,
+        };
+        let taken = backup::take(b, &origin, &site)?;
         ready.report.backup = Some(Box::new(taken));
     }
     drop(books);
@@ -126,22 +112,17 @@ fn migrate_prepared(
             secs: p.timeout,
             tail: tail(&host.podman.oneoff_output(container)),
         }),
-        Ended::Exited { rc } => exited(m, p, host, state, ready, container, rc),
+        Ended::Exited { rc } => exited(one, ready, container, rc),
     }
 }
 
 /// A migration that ran to its exit: a failure is reported and stamps nothing; a success is
 /// stamped, and what it stopped starts again at once (`start_after`), before its output is
 /// read: the log is for the report, the exit code was enough to decide.
-fn exited(
-    m: &Migration,
-    p: &Params,
-    host: &Host,
-    state: &StateDir,
-    ready: Ready,
-    container: &Prepared,
-    rc: i64,
-) -> Result<Done, MigrateError> {
+fn exited(one: &One, ready: Ready, container: &Prepared, rc: i64) -> Result<Done, MigrateError> {
+    let One {
+        m, p, host, state, ..
+    } = *one;
     let Ready {
         oneoff,
         image_id,

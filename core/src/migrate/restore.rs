@@ -40,7 +40,13 @@ pub(super) fn restore(
         .iter()
         .filter_map(|m| Some((named_source(m), m.backup.as_ref()?.env_words())))
         .collect();
-    let restored = backup::restore(host, state, &p.stop_record, &stop_record, &envs, timeout)?;
+    let site = backup::Site {
+        host,
+        state,
+        record: &p.stop_record,
+        timeout,
+    };
+    let restored = backup::restore(&site, &stop_record, &envs)?;
     let msg = if restored.is_empty() {
         format!(
             "no backup to restore: run {} took none, or finished",

@@ -166,7 +166,8 @@ impl Podman for PodmanApi {
 
     fn tag(&self, image_id: &str, target: &str) -> Result<(), PodmanError> {
         // A digest-pinned reference names its image already: there is nothing to point.
-        let Some((repo, tag)) = crate::reference::repo_and_tag(target) else {
+        let Some(crate::reference::RepoTag { repo, tag }) = crate::reference::repo_and_tag(target)
+        else {
             return Ok(());
         };
         let opts = TagImageOptionsBuilder::new().repo(repo).tag(tag).build();

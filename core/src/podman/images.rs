@@ -126,7 +126,8 @@ impl ImageStore for PodmanApi {
     }
 
     fn untag(&self, id: &str, tag: &str) -> Result<(), PodmanError> {
-        let Some((repo, t)) = crate::reference::repo_and_tag(tag) else {
+        let Some(crate::reference::RepoTag { repo, tag: t }) = crate::reference::repo_and_tag(tag)
+        else {
             return Ok(());
         };
         let path = format!(
@@ -135,9 +136,9 @@ impl ImageStore for PodmanApi {
             wire::encode(repo),
             wire::encode(t)
         );
-        let (status, body) = self.changing_images(|| {
-            wire::request(self.socket(), "image untag", "POST", &path, b"", TIMEOUT)
-        })?;
+        let req = wire::Request::new("image untag", "POST", &path, TIMEOUT);
+        let wire::Response { status, body } =
+            self.changing_images(|| wire::send(self.socket(), &req))?;
         match status {
             200..=299 | 404 => Ok(()),
             _ => Err(failed("image untag", status, &body)),
@@ -146,9 +147,9 @@ impl ImageStore for PodmanApi {
 
     fn remove_image(&self, id: &str) -> Result<bool, PodmanError> {
         let path = format!("/v4.0.0/libpod/images/{}", wire::encode(id));
-        let (status, body) = self.changing_images(|| {
-            wire::request(self.socket(), "image remove", "DELETE", &path, b"", TIMEOUT)
-        })?;
+        let req = wire::Request::new("image remove", "DELETE", &path, TIMEOUT);
+        let wire::Response { status, body } =
+            self.changing_images(|| wire::send(self.socket(), &req))?;
         match status {
             200..=299 => Ok(true),
             // Gone already, or in use or named again since it was looked at.

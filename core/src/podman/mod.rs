@@ -6,6 +6,7 @@ mod images;
 mod known_images;
 mod leftovers;
 pub mod oneoff;
+mod oneoff_api;
 mod pull;
 pub mod secrets;
 mod status;

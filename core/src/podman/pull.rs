@@ -24,17 +24,18 @@ pub fn pull(
         "/v4.0.0/libpod/images/pull?reference={}&policy=always",
         wire::encode(image)
     );
-    let headers: Vec<(&str, &str)> = auth.map(|a| ("X-Registry-Auth", a)).into_iter().collect();
-    let (status, body) =
-        wire::request_with_headers(socket, "image pull", "POST", &path, &headers, b"", timeout)
-            .map_err(|e| match e {
-                PodmanError::Api { detail, .. } => pull_err(format!(
-                    "{detail}; the registry did not finish sending it within {} s (the \
+    let req = wire::Request {
+        registry_auth: auth,
+        ..wire::Request::new("image pull", "POST", &path, timeout)
+    };
+    let wire::Response { status, body } = wire::send(socket, &req).map_err(|e| match e {
+        PodmanError::Api { detail, .. } => pull_err(format!(
+            "{detail}; the registry did not finish sending it within {} s (the \
                      unit's timeout)",
-                    timeout.as_secs()
-                )),
-                other => other,
-            })?;
+            timeout.as_secs()
+        )),
+        other => other,
+    })?;
     let answer = Answer::read(&body);
     if let Some(e) = answer.error {
         return Err(pull_err(e));

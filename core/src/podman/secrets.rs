@@ -7,7 +7,7 @@
 //! an error message.
 
 use super::PodmanError;
-use super::wire::encode;
+use super::wire::{Request, Response, encode};
 use std::time::Duration;
 
 /// The label on every secret refit creates: the unit file it belongs to, so refit removes
@@ -35,7 +35,7 @@ pub fn create(socket: &str, name: &str, unit: &str, value: &str) -> Result<(), P
         encode(name),
         encode(&labels)
     );
-    let (status, body) = request(socket, "POST", &path, value.as_bytes())?;
+    let Response { status, body } = request(socket, "POST", &path, value.as_bytes())?;
     match status {
         200..=299 | 409 => Ok(()),
         _ => Err(failed("secret create", name, status, &body)),
@@ -58,7 +58,7 @@ pub fn list(socket: &str) -> Result<Vec<SecretInfo>, PodmanError> {
         #[serde(rename = "Labels", default)]
         labels: Option<std::collections::HashMap<String, String>>,
     }
-    let (status, body) = request(socket, "GET", "/v4.0.0/libpod/secrets/json", b"")?;
+    let Response { status, body } = request(socket, "GET", "/v4.0.0/libpod/secrets/json", b"")?;
     if !(200..=299).contains(&status) {
         return Err(failed("secret list", "", status, &body));
     }
@@ -87,7 +87,7 @@ pub fn reveal(socket: &str, name: &str) -> Result<Option<String>, PodmanError> {
         "/v4.0.0/libpod/secrets/{}/json?showsecret=true",
         encode(name)
     );
-    let (status, body) = request(socket, "GET", &path, b"")?;
+    let Response { status, body } = request(socket, "GET", &path, b"")?;
     match status {
         200..=299 => serde_json::from_slice::<Shown>(&body)
             .map(|s| Some(s.data))
@@ -104,7 +104,7 @@ pub fn reveal(socket: &str, name: &str) -> Result<Option<String>, PodmanError> {
 /// Removes secret `name`; one that is gone already is not an error.
 pub fn remove(socket: &str, name: &str) -> Result<(), PodmanError> {
     let path = format!("/v4.0.0/libpod/secrets/{}", encode(name));
-    let (status, body) = request(socket, "DELETE", &path, b"")?;
+    let Response { status, body } = request(socket, "DELETE", &path, b"")?;
     match status {
         200..=299 | 404 => Ok(()),
         _ => Err(failed("secret remove", name, status, &body)),
@@ -119,12 +119,11 @@ fn failed(call: &str, name: &str, status: u16, body: &[u8]) -> PodmanError {
 }
 
 /// One request to the libpod API, bounded by `TIMEOUT`.
-fn request(
-    socket: &str,
-    method: &str,
-    path: &str,
-    body: &[u8],
-) -> Result<(u16, Vec<u8>), PodmanError> {
+fn request(socket: &str, method: &str, path: &str, body: &[u8]) -> Result<Response, PodmanError> {
     let call = format!("{method} {}", path.split('?').next().unwrap_or(path));
-    super::wire::request(socket, &call, method, path, body, TIMEOUT)
+    let req = Request {
+        body,
+        ..Request::new(&call, method, path, TIMEOUT)
+    };
+    super::wire::send(socket, &req)
 }

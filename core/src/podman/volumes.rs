@@ -13,7 +13,8 @@ const TIMEOUT: Duration = Duration::from_secs(300);
 pub fn remove(socket: &str, name: &str) -> Result<(), PodmanError> {
     let path = format!("/v4.0.0/libpod/volumes/{}", encode(name));
     let call = format!("volume remove {name}");
-    let (status, body) = super::wire::request(socket, &call, "DELETE", &path, b"", TIMEOUT)?;
+    let req = super::wire::Request::new(&call, "DELETE", &path, TIMEOUT);
+    let super::wire::Response { status, body } = super::wire::send(socket, &req)?;
     match status {
         200..=299 | 404 => Ok(()),
         _ => Err(PodmanError::Api {

@@ -27,7 +27,7 @@ pub fn get_json<T: DeserializeOwned>(
         call: call.to_string(),
         detail,
     };
-    let (status, body) = request(socket, call, "GET", path, b"", timeout)?;
+    let Response { status, body } = send(socket, &Request::new(call, "GET", path, timeout))?;
     match status {
         200..=299 => serde_json::from_slice(&body)
             .map(Some)
@@ -40,41 +40,56 @@ pub fn get_json<T: DeserializeOwned>(
     }
 }
 
-/// One request with `body` (podman secrets' create sends one), bounded by `timeout`: the
-/// status and the de-chunked body, whatever the status.
-pub fn request(
-    socket: &str,
-    call: &str,
-    method: &str,
-    path: &str,
-    body: &[u8],
-    timeout: Duration,
-) -> Result<(u16, Vec<u8>), PodmanError> {
-    request_with_headers(socket, call, method, path, &[], body, timeout)
+/// One request to the API.
+pub struct Request<'a> {
+    /// What the request is called in errors: `image pull`.
+    pub call: &'a str,
+    pub method: &'a str,
+    /// The path with its query.
+    pub path: &'a str,
+    /// podman secrets' create sends one.
+    pub body: &'a [u8],
+    /// A pull's `X-Registry-Auth`: a secret, so no error made here quotes the request.
+    pub registry_auth: Option<&'a str>,
+    /// The bound of the whole exchange.
+    pub timeout: Duration,
 }
 
-/// `request` with extra headers (a pull's `X-Registry-Auth`). Header values may be secrets:
-/// no error made here quotes the request.
-pub fn request_with_headers(
-    socket: &str,
-    call: &str,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-    timeout: Duration,
-) -> Result<(u16, Vec<u8>), PodmanError> {
+impl<'a> Request<'a> {
+    /// A request without body or extra header.
+    pub fn new(call: &'a str, method: &'a str, path: &'a str, timeout: Duration) -> Self {
+        Request {
+            call,
+            method,
+            path,
+            body: b"",
+            registry_auth: None,
+            timeout,
+        }
+    }
+}
+
+/// An answer: its status and its body, de-chunked.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Response {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+/// Sends `req` to the API at `socket`: the status and the de-chunked body, whatever the
+/// status.
+pub fn send(socket: &str, req: &Request) -> Result<Response, PodmanError> {
     let err = |detail: String| PodmanError::Api {
-        call: call.to_string(),
+        call: req.call.to_string(),
         detail,
     };
-    let mut raw = exchange(socket, method, path, headers, body, timeout);
+    let mut raw = exchange(socket, req);
     // podman's API service, socket-activated, exits after a few idle seconds: a request that
     // meets it on its way out is reset, or refused until systemd listens again. A GET changes
     // nothing, so it is asked once more, after a moment; anything else fails as it came.
-    if raw.is_err() && method == "GET" {
+    if raw.is_err() && req.method == "GET" {
         std::thread::sleep(RETRY_AFTER);
-        raw = exchange(socket, method, path, headers, body, timeout);
+        raw = exchange(socket, req);
     }
     let raw = raw.map_err(|e| match e {
         Exchange::Connect(detail) => PodmanError::Unreachable {
@@ -94,22 +109,22 @@ enum Exchange {
     Io(String),
 }
 
-fn exchange(
-    socket: &str,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-    timeout: Duration,
-) -> Result<Vec<u8>, Exchange> {
+fn exchange(socket: &str, req: &Request) -> Result<Vec<u8>, Exchange> {
+    let Request {
+        method,
+        path,
+        body,
+        timeout,
+        ..
+    } = *req;
     let deadline = Instant::now() + timeout;
     let mut s = UnixStream::connect(socket).map_err(|e| Exchange::Connect(e.to_string()))?;
     let io = |e: std::io::Error| Exchange::Io(e.to_string());
     s.set_write_timeout(Some(timeout)).map_err(io)?;
-    let extra: String = headers
-        .iter()
-        .map(|(k, v)| format!("{k}: {v}\r\n"))
-        .collect();
+    let extra: String = req
+        .registry_auth
+        .map(|a| format!("X-Registry-Auth: {a}\r\n"))
+        .unwrap_or_default();
     let request = format!(
         "{method} {path} HTTP/1.1\r\nHost: d\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n",
         body.len()
@@ -144,7 +159,7 @@ fn exchange(
 }
 
 /// The status code and the body (de-chunked) of a whole HTTP/1.1 response.
-fn parse_response(raw: &[u8]) -> Result<(u16, Vec<u8>), String> {
+fn parse_response(raw: &[u8]) -> Result<Response, String> {
     let end = find(raw, b"\r\n\r\n").ok_or("the answer has no end of headers")?;
     let head = String::from_utf8_lossy(&raw[..end]);
     let body = &raw[end + 4..];
@@ -165,7 +180,7 @@ fn parse_response(raw: &[u8]) -> Result<(u16, Vec<u8>), String> {
     } else {
         body.to_vec()
     };
-    Ok((status, body))
+    Ok(Response { status, body })
 }
 
 fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, String> {
@@ -213,13 +228,20 @@ mod tests {
     #[test]
     fn a_plain_response_gives_status_and_body() {
         let raw = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n[1,2]";
-        assert_eq!(parse_response(raw), Ok((200, b"[1,2]".to_vec())));
+        assert_eq!(parse_response(raw), Ok(answer(b"[1,2]")));
+    }
+
+    fn answer(body: &[u8]) -> Response {
+        Response {
+            status: 200,
+            body: body.to_vec(),
+        }
     }
 
     #[test]
     fn a_chunked_response_is_joined() {
         let raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n[1,\r\n2;x=y\r\n2]\r\n0\r\n\r\n";
-        assert_eq!(parse_response(raw), Ok((200, b"[1,2]".to_vec())));
+        assert_eq!(parse_response(raw), Ok(answer(b"[1,2]")));
     }
 
     #[test]
@@ -292,14 +314,11 @@ mod tests {
     fn anything_but_a_get_is_not_sent_twice() {
         let dir = tempfile::tempdir().expect("tmp");
         let (socket, taken) = flaky_server(dir.path(), 1);
-        let sent = super::request(
-            &socket,
-            "secret create",
-            "POST",
-            "/x",
-            b"v",
-            Duration::from_secs(5),
-        );
+        let req = Request {
+            body: b"v",
+            ..Request::new("secret create", "POST", "/x", Duration::from_secs(5))
+        };
+        let sent = super::send(&socket, &req);
         assert!(sent.is_err());
         std::thread::sleep(Duration::from_millis(400));
         assert_eq!(taken.load(std::sync::atomic::Ordering::SeqCst), 1);

@@ -25,10 +25,12 @@ impl Location {
             Some((n, d)) => (n, Some(d.to_string())),
             None => (image.as_str(), None),
         };
-        let (name, tag) = crate::reference::repo_and_tag(name_tag)
-            .map_or((name_tag, "latest".to_string()), |(n, t)| {
-                (n, t.to_string())
+        let crate::reference::RepoTag { repo: name, tag } =
+            crate::reference::repo_and_tag(name_tag).unwrap_or(crate::reference::RepoTag {
+                repo: name_tag,
+                tag: "latest",
             });
+        let tag = tag.to_string();
         let short = match name.split_once('/') {
             Some((first, _)) if names_a_registry(first) => None,
             _ => Some(name.to_string()),

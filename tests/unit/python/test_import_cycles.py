@@ -100,14 +100,6 @@ class Circles(unittest.TestCase):
         with tmp:
             self.assertEqual(cycles.main([str(src)]), 0)
 
-    def test_a_known_circle_is_told_and_does_not_fail(self):
-        tmp, src = crate({"m/a.rs": "use super::b;", "m/b.rs": "use super::a;"})
-        err = io.StringIO()
-        with tmp, contextlib.redirect_stderr(err):
-            self.assertEqual(cycles.main(["--known", f"{src}/m:a,b", str(src)]), 0)
-            self.assertEqual(cycles.main(["--known", f"{src}/m:a,c", str(src)]), 1)
-        self.assertIn("(known, not untied yet)", err.getvalue())
-
 
 if __name__ == "__main__":
     unittest.main()
