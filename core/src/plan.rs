@@ -236,8 +236,9 @@ pub fn plan(wanted: Wanted, desired: &str, obs: &Observed) -> Plan {
     }
     // A container started from a file without refit's label would not say which revision it
     // runs: before refit starts one, it writes its own text, label included. Until then a unit
-    // taken over keeps the file its tool wrote.
-    let starts = restart_needed || start_needed || wanted == Wanted::Restarted;
+    // taken over keeps the file its tool wrote. `present` starts nothing, so it writes nothing.
+    let starts = wanted != Wanted::Present
+        && (restart_needed || start_needed || wanted == Wanted::Restarted);
     if obs.file_unlabelled && starts && !file_changed {
         actions.insert(0, Action::WriteUnit);
         if !actions.contains(&Action::DaemonReload) {

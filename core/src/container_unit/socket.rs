@@ -48,9 +48,13 @@ impl SocketFile {
         }
     }
 
-    /// True when the target has a socket, or had one on disk.
+    /// True when the target has a socket, or had one of refit's on disk. A socket another tool
+    /// wrote (foremanctl's `foreman.socket` in front of the service refit runs) is that tool's:
+    /// refit neither stops nor removes it.
     pub fn concerns(&self) -> bool {
-        self.desired.is_some() || self.path.exists()
+        self.desired.is_some()
+            || std::fs::read_to_string(&self.path)
+                .is_ok_and(|text| text.contains(crate::unit::socket::WRITTEN_BY_REFIT))
     }
 
     /// Writes (and enables) or removes the file. The caller reloads systemd after it.
