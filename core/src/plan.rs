@@ -332,4 +332,22 @@ mod tests {
         cases.push(case("unhealthy", Wanted::Started, o));
         insta::assert_yaml_snapshot!(cases);
     }
+
+    /// A timer's job another tool wrote, taken over as `present` while it is not running: no
+    /// run starts it, so none writes refit's label into its file either.
+    #[test]
+    fn a_present_unit_without_refits_label_is_not_rewritten_while_it_is_not_running() {
+        let mut o = converged();
+        o.active = false;
+        o.container = None;
+        o.file_unlabelled = true;
+        let p = plan(Wanted::Present, REV, &o);
+        assert!(p.actions.is_empty(), "{p:?}");
+        let p = plan(Wanted::Started, REV, &o);
+        assert_eq!(
+            p.actions,
+            [Action::WriteUnit, Action::DaemonReload, Action::Start],
+            "a start writes the label first"
+        );
+    }
 }

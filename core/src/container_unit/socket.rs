@@ -167,3 +167,35 @@ pub fn finish(
     let replaced = p.file.converge(host, p.written, &t.services())?;
     Ok(Some(replaced))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::sim::Bed;
+    use serde_json::json;
+
+    /// foremanctl's `foreman.socket` in front of the service refit runs: refit's restarts of the
+    /// service, and its removal, leave the socket another tool wrote as it is.
+    #[test]
+    fn a_socket_another_tool_wrote_is_left_alone() {
+        let bed = Bed::new("svc:1", "img-a");
+        let socket = bed.dir.path().join("systemd/hello.socket");
+        std::fs::create_dir_all(socket.parent().expect("dir")).expect("mkdir");
+        let theirs = "[Socket]\nListenStream=127.0.0.1:8080\n";
+        std::fs::write(&socket, theirs).expect("write");
+        for state in ["started", "restarted", "absent"] {
+            let out = bed
+                .run_unit(json!({"name": "hello", "image": "svc:1", "state": state}))
+                .out;
+            assert_eq!(out["failed"], json!(false), "{state}: {out}");
+            assert!(
+                !bed.jobs().iter().any(|j| j.contains("hello.socket")),
+                "{state}: the socket was stopped"
+            );
+            assert_eq!(
+                std::fs::read_to_string(&socket).ok().as_deref(),
+                Some(theirs),
+                "{state}"
+            );
+        }
+    }
+}
