@@ -236,8 +236,9 @@ pub fn plan(wanted: Wanted, desired: &str, obs: &Observed) -> Plan {
     }
     // A container started from a file without refit's label would not say which revision it
     // runs: before refit starts one, it writes its own text, label included. Until then a unit
-    // taken over keeps the file its tool wrote.
-    let starts = restart_needed || start_needed || wanted == Wanted::Restarted;
+    // taken over keeps the file its tool wrote. `present` starts nothing, so it writes nothing.
+    let starts = wanted != Wanted::Present
+        && (restart_needed || start_needed || wanted == Wanted::Restarted);
     if obs.file_unlabelled && starts && !file_changed {
         actions.insert(0, Action::WriteUnit);
         if !actions.contains(&Action::DaemonReload) {
@@ -330,5 +331,23 @@ mod tests {
         }
         cases.push(case("unhealthy", Wanted::Started, o));
         insta::assert_yaml_snapshot!(cases);
+    }
+
+    /// A timer's job another tool wrote, taken over as `present` while it is not running: no
+    /// run starts it, so none writes refit's label into its file either.
+    #[test]
+    fn a_present_unit_without_refits_label_is_not_rewritten_while_it_is_not_running() {
+        let mut o = converged();
+        o.active = false;
+        o.container = None;
+        o.file_unlabelled = true;
+        let p = plan(Wanted::Present, REV, &o);
+        assert!(p.actions.is_empty(), "{p:?}");
+        let p = plan(Wanted::Started, REV, &o);
+        assert_eq!(
+            p.actions,
+            [Action::WriteUnit, Action::DaemonReload, Action::Start],
+            "a start writes the label first"
+        );
     }
 }

@@ -173,6 +173,7 @@ fn target(
         dropins,
         inputs: crate::unit::graph::Inputs::default(),
         restart_on_change: u.restart_on_change.clone(),
+        never_started: u.state == Some(Wanted::Present),
     })
 }
 

@@ -139,7 +139,7 @@ pub fn plan_target(t: &Target, obs: &Observation) -> TargetPlan {
         }
         out.reasons.extend(p.reasons);
         out.restart_needed |= p.restart_needed;
-        out.start_needed |= p.start_needed;
+        out.start_needed |= p.start_needed && !t.never_started;
     }
     // The file is removed after its services stop, and reloaded last.
     out.file.sort_by_key(|a| match a {

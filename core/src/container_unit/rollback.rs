@@ -32,6 +32,14 @@ pub struct Rollback<'a> {
 enum RollbackError {
     #[error("refit has no earlier revision of {0} that ran, so there is nothing to go back to")]
     NothingEarlier(String),
+    /// The run restarted the revision that already ran, on the same image: what changed is an
+    /// input refit does not own (a file in `restart_on_change`, a secret another tool set).
+    /// Going back to an older revision would undo an earlier change that worked, and leave the
+    /// input as it is.
+    #[error(
+        "{unit} failed on the text and image it already ran (revision {revision}), so refit changed nothing of its own to put back; what changed is outside it (a file in restart_on_change, a secret another tool set, or the host): put that back with the tool that changed it, then run the update again, which restarts exactly its users"
+    )]
+    NothingChanged { unit: String, revision: String },
     #[error("the image {image} (ID {id}) that revision {revision} ran is no longer on the host")]
     ImageGone {
         image: String,
@@ -72,6 +80,7 @@ impl Rollback<'_> {
                 };
                 format!("{}; {what}", RollbackError::NothingEarlier(unit))
             }
+            Err(e @ RollbackError::NothingChanged { .. }) => e.to_string(),
             Err(e) => format!(
                 "The rollback failed: {e}. {}",
                 self.how_it_stands(t, replaced)
@@ -84,6 +93,16 @@ impl Rollback<'_> {
     fn roll_back(&self) -> Result<String, RollbackError> {
         let (t, obs, failed, replaced) = (self.target, self.observed, &self.failed, self.replaced);
         let unit_file = t.name.file_name();
+        if obs
+            .history
+            .current()
+            .is_some_and(|c| c.is(&failed.revision, failed.image_id.as_deref()))
+        {
+            return Err(RollbackError::NothingChanged {
+                unit: unit_file,
+                revision: short(&failed.revision).to_string(),
+            });
+        }
         let mut history = self
             .state
             .unit_history(&unit_file)

@@ -93,6 +93,23 @@ fn r22_a_crash_looping_revision_started_directly_rolls_back() {
 }
 
 #[test]
+fn a_restart_of_what_already_ran_that_fails_does_not_go_back_to_an_older_revision() {
+    // As a restart for a changed restart_on_change file or secret: same text, same image.
+    let bed = Bed::rb();
+    bed.with_a_running();
+    let converged = bed.run(json!({"env": {"V": "b"}, "state": "started"}));
+    assert_eq!(converged["failed"], json!(false), "{converged}");
+    let b = bed.sim.running("rb.service").expect("B runs").0;
+    bed.sim.crash(&b);
+    let out = bed.run(json!({"env": {"V": "b"}, "state": "restarted"}));
+    assert_eq!(out["failed"], json!(true), "{out}");
+    assert_eq!(out["rolled_back"], json!(false), "{out}");
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("changed nothing of its own"), "{msg}");
+    assert!(bed.unit_text().contains("V=b"), "{}", bed.unit_text());
+}
+
+#[test]
 fn r22_an_image_only_update_that_fails_goes_back_to_the_old_image() {
     let bed = Bed::rb();
     let a = bed.with_a_running();

@@ -48,9 +48,13 @@ impl SocketFile {
         }
     }
 
-    /// True when the target has a socket, or had one on disk.
+    /// True when the target has a socket, or had one of refit's on disk. A socket another tool
+    /// wrote (foremanctl's `foreman.socket` in front of the service refit runs) is that tool's:
+    /// refit neither stops nor removes it.
     pub fn concerns(&self) -> bool {
-        self.desired.is_some() || self.path.exists()
+        self.desired.is_some()
+            || std::fs::read_to_string(&self.path)
+                .is_ok_and(|text| text.contains(crate::unit::socket::WRITTEN_BY_REFIT))
     }
 
     /// Writes (and enables) or removes the file. The caller reloads systemd after it.
@@ -162,4 +166,36 @@ pub fn finish(
     }
     let replaced = p.file.converge(host, p.written, &t.services())?;
     Ok(Some(replaced))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::sim::Bed;
+    use serde_json::json;
+
+    /// foremanctl's `foreman.socket` in front of the service refit runs: refit's restarts of the
+    /// service, and its removal, leave the socket another tool wrote as it is.
+    #[test]
+    fn a_socket_another_tool_wrote_is_left_alone() {
+        let bed = Bed::new("svc:1", "img-a");
+        let socket = bed.dir.path().join("systemd/hello.socket");
+        std::fs::create_dir_all(socket.parent().expect("dir")).expect("mkdir");
+        let theirs = "[Socket]\nListenStream=127.0.0.1:8080\n";
+        std::fs::write(&socket, theirs).expect("write");
+        for state in ["started", "restarted", "absent"] {
+            let out = bed
+                .run_unit(json!({"name": "hello", "image": "svc:1", "state": state}))
+                .out;
+            assert_eq!(out["failed"], json!(false), "{state}: {out}");
+            assert!(
+                !bed.jobs().iter().any(|j| j.contains("hello.socket")),
+                "{state}: the socket was stopped"
+            );
+            assert_eq!(
+                std::fs::read_to_string(&socket).ok().as_deref(),
+                Some(theirs),
+                "{state}"
+            );
+        }
+    }
 }

@@ -36,6 +36,9 @@ pub struct Target {
     pub inputs: crate::unit::graph::Inputs,
     /// Host files whose change restarts the unit (`inputs`).
     pub restart_on_change: Vec<PathBuf>,
+    /// The unit's own `state` is `present`: no run starts it (a timer's job, run by its timer),
+    /// so it never reports a start as needed, which would keep a flow's start phase busy.
+    pub never_started: bool,
 }
 
 impl Target {

@@ -12,6 +12,10 @@ use serde_json::{Map, Value};
 /// The [Unit] key that carries one `[Socket]` entry of the unit's socket.
 pub const EMBED_KEY: &str = "X-Refit-Socket";
 
+/// The end of the description of every socket refit writes: what tells its sockets from those
+/// another tool wrote under the same name.
+pub const WRITTEN_BY_REFIT: &str = "held by systemd across its restarts (refit)";
+
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum SocketError {
     #[error("socket.{0} is not a socket option; use listen, backlog, reuse_port and socket_mode")]
@@ -206,9 +210,7 @@ pub fn socket_unit(container: &UnitFile, service: &str) -> Option<UnitFile> {
                 "Unit",
                 vec![(
                     "Description".into(),
-                    format!(
-                        "Listening sockets of {service}, held by systemd across its restarts (refit)"
-                    ),
+                    format!("Listening sockets of {service}, {WRITTEN_BY_REFIT}"),
                 )],
             ),
             section("Socket", entries),

@@ -23,11 +23,14 @@ base_image() {
 }
 
 # The test service (tests/testbed/testsvc), static so it runs FROM scratch; prints its path. Its
-# own target dir: the static flags would otherwise force rebuilds in the workspace's. The crate
+# own target dir: the static flags would otherwise force rebuilds in the workspace's. One per
+# checkout: cargo names a workspace member's build by its relative path, so two worktrees
+# sharing one dir would take each other's binary for fresh and build the other's source. The crate
 # has no dependencies, but cargo resolves the whole workspace: tools/cargo-fetch.sh fetches its
 # crates when the cargo home lacks them (a fresh machine), then the build itself is offline.
 testsvc_binary() {
-    local target=$CACHE/testsvc-target triple=x86_64-unknown-linux-gnu
+    local target triple=x86_64-unknown-linux-gnu
+    target=$CACHE/testsvc-target-$(printf %s "$REPO" | sha256sum | cut -c1-12)
     "$REPO/tools/cargo-fetch.sh" >&2
     (cd "$REPO" && RUSTFLAGS="-C target-feature=+crt-static" cargo build -q --release --locked --offline \
         -p refit-testsvc --target "$triple" --target-dir "$target") >&2

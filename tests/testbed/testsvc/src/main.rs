@@ -2,10 +2,11 @@
 //! VERSION is what GET /version answers, MODE a behaviour (serve, crash, hang, stubborn),
 //! SCHEMA the schema version this build needs, checked against SCHEMA_FILE when that is set.
 //! It serves on the sockets systemd passes (LISTEN_FDS, for a socket-activated unit) and
-//! otherwise on 127.0.0.1:$PORT.
+//! otherwise on 127.0.0.1:$PORT, and says READY=1 on NOTIFY_SOCKET once it does (Notify=true).
 
 mod http;
 mod listen;
+mod notify;
 mod signals;
 
 use std::process::ExitCode;
@@ -44,7 +45,10 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     match listen::listeners(&port) {
-        Ok(listeners) => http::serve(listeners, &version),
+        Ok(listeners) => {
+            notify::ready();
+            http::serve(listeners, &version)
+        }
         Err(e) => {
             eprintln!("cannot listen: {e}");
             ExitCode::FAILURE
