@@ -139,7 +139,14 @@ mod tests {
     #[test]
     fn a_hold_points_the_tag_back_after_the_pull_and_lifts_cleanly() {
         let q = tempfile::tempdir().expect("tmp");
-        hold(q.path(), "app.image", "web.container", "reg/app:stable", "abc123").expect("holds");
+        hold(
+            q.path(),
+            "app.image",
+            "web.container",
+            "reg/app:stable",
+            "abc123",
+        )
+        .expect("holds");
         let text = std::fs::read_to_string(path(q.path(), "app.image")).expect("written");
         assert!(text.contains("[Service]\nExecStartPost=podman image tag abc123 reg/app:stable\n"));
         assert!(lift(q.path(), "app.image").expect("lifts"));
@@ -150,7 +157,11 @@ mod tests {
     #[test]
     fn the_hold_is_no_part_of_the_revision_and_the_units_own_drop_ins_stay() {
         let q = tempfile::tempdir().expect("tmp");
-        put_file(q.path(), "app.image.d/10-auth.conf", "[Image]\nTLSVerify=false\n");
+        put_file(
+            q.path(),
+            "app.image.d/10-auth.conf",
+            "[Image]\nTLSVerify=false\n",
+        );
         let before = dropins::read(q.path(), "app.image").expect("reads");
         hold(q.path(), "app.image", "web.container", "reg/app:1", "abc").expect("holds");
         assert_eq!(dropins::read(q.path(), "app.image").expect("reads"), before);

@@ -26,7 +26,11 @@ fn bed() -> Bed {
 }
 
 fn hold_text(bed: &Bed) -> Option<String> {
-    let path = bed.dir.path().join("quadlet/app.image.d").join(ROLLBACK_HOLD);
+    let path = bed
+        .dir
+        .path()
+        .join("quadlet/app.image.d")
+        .join(ROLLBACK_HOLD);
     std::fs::read_to_string(path).ok()
 }
 
@@ -68,7 +72,10 @@ fn a_rollback_behind_an_image_unit_holds_its_tag_until_a_pulled_run_converges() 
     // the hold is no part of any revision, so nothing restarts.
     let kept = bed.run_unit(stack("missing")).out;
     assert_eq!(kept["changed"], json!(false), "{kept}");
-    assert!(hold_text(&bed).is_some(), "a run that did not pull lifted the hold");
+    assert!(
+        hold_text(&bed).is_some(),
+        "a run that did not pull lifted the hold"
+    );
 
     // The registry's tag names a good image: the run pulls it, converges, and lifts the hold.
     bed.sim.registry.insert(IMAGE.into(), "img-c".into());
@@ -97,6 +104,9 @@ fn a_requested_rollback_behind_an_image_unit_holds_its_tag() {
     assert_eq!(back["failed"], json!(false), "{back}");
     assert_eq!(bed.sim.running("web.service").expect("runs").1, "img-a");
     let hold = hold_text(&bed).expect("the rollback holds the tag");
-    assert!(hold.contains(&format!("podman image tag img-a {IMAGE}")), "{hold}");
+    assert!(
+        hold.contains(&format!("podman image tag img-a {IMAGE}")),
+        "{hold}"
+    );
     assert!(actions_of(&back, "web.container").contains(&json!("hold_image_tag")));
 }

@@ -161,7 +161,9 @@ impl Rollback<'_> {
             format!("{} runs it again", running.join(", "))
         };
         let held = held
-            .map(|unit| format!(" {unit} holds its tag on that image at boot until a run converges."))
+            .map(|unit| {
+                format!(" {unit} holds its tag on that image at boot until a run converges.")
+            })
             .unwrap_or_default();
         Ok(format!(
             "Rolled back to revision {} (image {}); {runs}.{held}",

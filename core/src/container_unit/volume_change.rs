@@ -34,7 +34,10 @@ pub struct NeedsRecreation {
 pub fn refuse_recreation(host: &Host, targets: &[Target]) -> Result<(), UnitError> {
     for t in targets {
         if t.name.kind() != Kind::Volume
-            || !matches!(t.wanted, Wanted::Present | Wanted::Started | Wanted::Restarted)
+            || !matches!(
+                t.wanted,
+                Wanted::Present | Wanted::Started | Wanted::Restarted
+            )
         {
             continue;
         }
@@ -111,7 +114,10 @@ mod tests {
             "an option taken away is a change too"
         );
         assert_eq!(
-            changed_option(&old, &unit("[Volume]\nDriver=local\nLabel=tier=a\nOptions=uid=1\n")),
+            changed_option(
+                &old,
+                &unit("[Volume]\nDriver=local\nLabel=tier=a\nOptions=uid=1\n")
+            ),
             Some("Options".into())
         );
     }
@@ -119,7 +125,9 @@ mod tests {
     #[test]
     fn the_service_sections_the_way_podman_is_called_and_a_new_name_pass() {
         let old = unit("[Volume]\nLabel=tier=a\n");
-        let same = unit("# note\n[Unit]\nDescription=data\n[Volume]\nLabel=tier=a\nGlobalArgs=--log-level=debug\n[Install]\nWantedBy=multi-user.target\n");
+        let same = unit(
+            "# note\n[Unit]\nDescription=data\n[Volume]\nLabel=tier=a\nGlobalArgs=--log-level=debug\n[Install]\nWantedBy=multi-user.target\n",
+        );
         assert_eq!(changed_option(&old, &same), None);
         let renamed = unit("[Volume]\nVolumeName=data2\nLabel=tier=b\n");
         assert_eq!(changed_option(&old, &renamed), None);

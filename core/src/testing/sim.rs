@@ -212,13 +212,16 @@ impl SimHost {
             l.strip_prefix(&format!("{REVISION_LABEL}="))
                 .map(str::to_string)
         });
-        let mut image = unit.value("Container", "Image").unwrap_or_default().to_string();
+        let mut image = unit
+            .value("Container", "Image")
+            .unwrap_or_default()
+            .to_string();
         // `Image=app.image` runs what the `.image` unit beside it names, as quadlet has it.
         if image.ends_with(".image") {
             let text = std::fs::read_to_string(self.quadlet_dir.join(&image)).unwrap_or_default();
             let named = UnitFile::parse(&text).unwrap_or_default();
-            image = crate::unit::graph::image_of(crate::unit::Kind::Image, &named)
-                .unwrap_or_default();
+            image =
+                crate::unit::graph::image_of(crate::unit::Kind::Image, &named).unwrap_or_default();
         }
         let image_id = self.images.lock().expect("images").get(&image).cloned();
         let crashes = {
