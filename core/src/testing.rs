@@ -103,6 +103,8 @@ impl Systemd for FakeSystemd {
 #[derive(Default)]
 pub struct FakePodman {
     pub images: HashMap<String, String>,
+    /// The volumes podman has.
+    pub volumes: Vec<String>,
     /// RepoDigests by reference.
     pub digests: HashMap<String, Vec<String>>,
     pub containers: Vec<ContainerInfo>,
@@ -262,6 +264,9 @@ impl Podman for FakePodman {
             .expect("calls")
             .push(format!("volume remove {name}"));
         Ok(())
+    }
+    fn volume_exists(&self, name: &str) -> Result<bool, PodmanError> {
+        Ok(self.volumes.iter().any(|v| v == name))
     }
     fn containers_of(
         &self,

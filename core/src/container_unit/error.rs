@@ -113,6 +113,8 @@ pub enum UnitError {
     DropIn(#[from] crate::unit::dropins::DropInError),
     #[error(transparent)]
     Reference(#[from] ReferenceError),
+    #[error(transparent)]
+    VolumeRecreation(#[from] super::volume_change::NeedsRecreation),
 }
 
 /// A unit the run refers to that cannot be followed (references.rs).

@@ -190,3 +190,39 @@ fn a_dangling_reference_names_both_units_and_a_kube_unit_is_refused() {
         "{msg}"
     );
 }
+
+#[test]
+fn a_volume_option_podman_cannot_change_in_place_is_refused_before_anything() {
+    let mut bed = Bed::new();
+    let mut args = stack("Label=tier=a\n");
+    args["_ansible_diff"] = json!(true);
+    let first = bed.respond(args);
+    bed.converge(&first);
+    let file = bed.dir.path().join("quadlet/data.volume");
+    let before = std::fs::read_to_string(&file).expect("written");
+    // The volume does not exist yet: its new label is to be written, to be made with it.
+    let unmade = bed.respond(stack("Label=tier=b\n"));
+    assert_eq!(unmade["failed"], json!(false), "{unmade}");
+    assert_eq!(unmade["changed"], json!(true), "{unmade}");
+    bed.podman.volumes.push("systemd-data".into());
+    let calls = |bed: &Bed| {
+        let systemd = bed.systemd.calls.lock().expect("calls").len();
+        (systemd, bed.podman.calls.lock().expect("calls").len())
+    };
+    let before_calls = calls(&bed);
+    let mut args = stack("Label=tier=b\n");
+    args["_ansible_check_mode"] = json!(false);
+    let out = bed.respond(args);
+    assert_eq!(out["failed"], json!(true), "{out}");
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("data.volume changes Label=") && msg.contains("podman volume rm systemd-data"),
+        "{msg}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).expect("kept"), before);
+    assert_eq!(calls(&bed), before_calls, "the host was touched");
+    assert!(!bed.dir.path().join("state/lock").exists());
+    // A change to the service's own sections passes.
+    let about = bed.respond(stack("Label=tier=a\n[Unit]\nDescription=data\n"));
+    assert_eq!(about["failed"], json!(false), "{about}");
+}

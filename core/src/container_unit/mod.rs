@@ -14,6 +14,7 @@ mod error;
 mod failure;
 mod fetch;
 mod from_params;
+mod image_hold;
 mod inputs;
 mod jobs;
 mod links;
@@ -31,6 +32,7 @@ mod secrets;
 mod socket;
 pub mod spec;
 mod target;
+mod volume_change;
 mod work;
 
 use crate::ansible::{Invocation, Outcome};
@@ -137,6 +139,8 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
     ports::refuse_privileged(&p, &inv.scope)?;
     let key = secret_names::SecretKey::load(&state, !inv.check_mode)?;
     let targets = from_params::targets(&p, &key)?;
+    // Read only: a volume change podman cannot make in place is refused before the lock.
+    volume_change::refuse_recreation(host, &targets)?;
     let _lock = if inv.check_mode {
         None
     } else {
@@ -237,6 +241,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
         failure = applier.apply_all(&mut work).err().map(|e| e.to_string());
         if failure.is_none() {
             adopt::record_converged(&state, &work)?;
+            image_hold::after_run(host, &mut work, &p.quadlet_dir, p.pull)?;
         }
         if failure.is_none()
             && let (Some(name), Some(_)) = (&p.checkpoint, &restore_from)
@@ -370,6 +375,8 @@ pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, UnitError> {
 mod adopt_tests;
 #[cfg(test)]
 mod apply_tests;
+#[cfg(test)]
+mod image_hold_tests;
 #[cfg(test)]
 mod kinds_tests;
 #[cfg(test)]

@@ -148,6 +148,7 @@ impl Rollback<'_> {
             .save_unit_history(&unit_file, &history)
             .map_err(UnitError::from)?;
         write_unit(t, &prev.text()).map_err(UnitError::from)?;
+        let held = self.hold_image_tag(&prev, image_id.as_deref())?;
         self.jobs
             .host
             .systemd
@@ -178,11 +179,43 @@ impl Rollback<'_> {
         } else {
             format!("{} runs it again", running.join(", "))
         };
+        let held = held
+            .map(|unit| {
+                format!(" {unit} holds its tag on that image at boot until a run converges.")
+            })
+            .unwrap_or_default();
         Ok(format!(
-            "Rolled back to revision {} (image {}); {runs}.",
+            "Rolled back to revision {} (image {}); {runs}.{held}",
             short(&prev.revision),
             short(image_id.as_deref().unwrap_or("?"))
         ))
+    }
+
+    /// A container whose tag an `.image` unit pulls at every boot keeps the image it went
+    /// back to across a reboot (`image_hold`); the caller's reload makes it count. Returns the
+    /// `.image` unit that holds.
+    fn hold_image_tag(
+        &self,
+        prev: &Desired,
+        image_id: Option<&str>,
+    ) -> Result<Option<String>, RollbackError> {
+        let t = self.target;
+        let Some(d) = t.desired.as_ref() else {
+            return Ok(None);
+        };
+        let (Some(unit), Some(id), Some(image)) = (
+            d.image_unit.as_deref().filter(|u| u.ends_with(".image")),
+            image_id,
+            prev.image.as_ref().filter(|i| Some(*i) == d.image.as_ref()),
+        ) else {
+            return Ok(None);
+        };
+        let Some(dir) = t.path.parent() else {
+            return Ok(None);
+        };
+        super::image_hold::hold(dir, unit, &t.name.file_name(), image.as_str(), id)
+            .map_err(UnitError::from)?;
+        Ok(Some(unit.to_string()))
     }
 
     /// A unit with no revision that ever ran, and failed: its services stop, and a unit file

@@ -213,6 +213,9 @@ impl Podman for PodmanApi {
     fn remove_volume(&self, name: &str) -> Result<(), PodmanError> {
         super::volumes::remove(&self.socket, name)
     }
+    fn volume_exists(&self, name: &str) -> Result<bool, PodmanError> {
+        super::volumes::exists(&self.socket, name)
+    }
 
     fn containers_of(
         &self,

@@ -140,6 +140,8 @@ pub trait Podman: Sync + ImageStore {
     fn remove_secret(&self, name: &str) -> Result<(), PodmanError>;
     /// Removes a volume; one that is gone already is not an error.
     fn remove_volume(&self, name: &str) -> Result<(), PodmanError>;
+    /// Whether podman has the volume `name`.
+    fn volume_exists(&self, name: &str) -> Result<bool, PodmanError>;
     /// Every container quadlet started for these units.
     fn unit_containers(&self, units: &[String]) -> Result<Vec<ContainerInfo>, PodmanError> {
         self.containers_of(&UnitSelection {

@@ -1,4 +1,5 @@
-//! podman volumes through the libpod API: only the removal of one a data step left behind.
+//! podman volumes through the libpod API: whether one exists, and the removal of one a data
+//! step left behind.
 
 use super::PodmanError;
 use super::wire::encode;
@@ -17,6 +18,24 @@ pub fn remove(socket: &str, name: &str) -> Result<(), PodmanError> {
     let super::wire::Response { status, body } = super::wire::send(socket, &req)?;
     match status {
         200..=299 | 404 => Ok(()),
+        _ => Err(PodmanError::Api {
+            call,
+            detail: format!("HTTP {status}: {}", String::from_utf8_lossy(&body).trim()),
+        }),
+    }
+}
+
+/// Seconds the question whether a volume exists may take.
+const ASK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Whether podman has the volume `name` (libpod answers 204 or 404).
+pub fn exists(socket: &str, name: &str) -> Result<bool, PodmanError> {
+    let path = format!("/v4.0.0/libpod/volumes/{}/exists", encode(name));
+    let call = format!("volume exists {name}");
+    let (status, body) = super::wire::request(socket, &call, "GET", &path, b"", ASK_TIMEOUT)?;
+    match status {
+        200..=299 => Ok(true),
+        404 => Ok(false),
         _ => Err(PodmanError::Api {
             call,
             detail: format!("HTTP {status}: {}", String::from_utf8_lossy(&body).trim()),

@@ -212,8 +212,18 @@ impl SimHost {
             l.strip_prefix(&format!("{REVISION_LABEL}="))
                 .map(str::to_string)
         });
-        let image = unit.value("Container", "Image").unwrap_or_default();
-        let image_id = self.images.lock().expect("images").get(image).cloned();
+        let mut image = unit
+            .value("Container", "Image")
+            .unwrap_or_default()
+            .to_string();
+        // `Image=app.image` runs what the `.image` unit beside it names, as quadlet has it.
+        if image.ends_with(".image") {
+            let text = std::fs::read_to_string(self.quadlet_dir.join(&image)).unwrap_or_default();
+            let named = UnitFile::parse(&text).unwrap_or_default();
+            image =
+                crate::unit::graph::image_of(crate::unit::Kind::Image, &named).unwrap_or_default();
+        }
+        let image_id = self.images.lock().expect("images").get(&image).cloned();
         let crashes = {
             let crashing = self.crashing.lock().expect("crashing");
             revision.as_ref().is_some_and(|r| crashing.contains(r))
@@ -412,6 +422,9 @@ impl Podman for SimHost {
     fn remove_volume(&self, name: &str) -> Result<(), PodmanError> {
         self.note(format!("volume remove {name}"));
         Ok(())
+    }
+    fn volume_exists(&self, _name: &str) -> Result<bool, PodmanError> {
+        Ok(false)
     }
     fn containers_of(
         &self,

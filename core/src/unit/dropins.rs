@@ -11,6 +11,11 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// The drop-in refit itself writes in an `.image` unit's own directory while it holds a
+/// rollback (`container_unit::image_hold`). It is refit's, not the unit's: it is no part of any
+/// revision, so writing and lifting it restarts nothing.
+pub const ROLLBACK_HOLD: &str = "zz-refit-rollback-hold.conf";
+
 /// One drop-in file that applies to the unit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DropIn {
@@ -66,7 +71,7 @@ pub fn read(quadlet_dir: &Path, file_name: &str) -> Result<Vec<DropIn>, DropInEr
                 source,
             })?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            if !name.ends_with(".conf") || found.contains_key(&name) {
+            if !name.ends_with(".conf") || name == ROLLBACK_HOLD || found.contains_key(&name) {
                 continue;
             }
             let file = entry.path();
