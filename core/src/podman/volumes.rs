@@ -32,7 +32,8 @@ const ASK_TIMEOUT: Duration = Duration::from_secs(30);
 pub fn exists(socket: &str, name: &str) -> Result<bool, PodmanError> {
     let path = format!("/v4.0.0/libpod/volumes/{}/exists", encode(name));
     let call = format!("volume exists {name}");
-    let (status, body) = super::wire::request(socket, &call, "GET", &path, b"", ASK_TIMEOUT)?;
+    let req = super::wire::Request::new(&call, "GET", &path, ASK_TIMEOUT);
+    let super::wire::Response { status, body } = super::wire::send(socket, &req)?;
     match status {
         200..=299 => Ok(true),
         404 => Ok(false),
