@@ -19,47 +19,18 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TB = os.path.join(REPO, "tests/testbed/testbed.sh")
-RUN = os.environ.get("REFIT_TESTBED_RUN", "/var/tmp/refit-testbed")
-REGISTRY = "127.0.0.1:5000"
+from benchlib import REGISTRY, REPO, RUN, TB, log, sh
+import benchlib as b
+
 DEPLOYMENT = os.path.join(REPO, "tests/integration/vars/fleet_deployment.yml")
 HOSTS = [f"fl{i}" for i in range(1, 11)]
 SIZES = [1, 5, 10]
-
-
-def log(msg):
-    print(f"[fleet-bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def sh(args, timeout=600, env=None):
-    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
-    if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
-    return p
-
-
 FM_FLEET = os.path.join(REPO, "bench/baselines/foremanctl/fleet.yml")
 COST_HOSTS = [1, 10]
 TRANSFERRED = re.compile(r"Transferred: sent (\d+), received (\d+) bytes")
-
-
-def playbook(name, hosts, *args, forks=None, env=None):
-    """Runs a refit playbook (or, with a path, that playbook) over `hosts`; returns its wall time
-    in seconds."""
-    env = dict(os.environ, **(env or {}))
-    if forks:
-        env["ANSIBLE_FORKS"] = str(forks)
-    target = name if name.endswith(".yml") else f"refit.containers.{name}"
-    t0 = time.monotonic()
-    sh(["ansible-playbook", target, "-e", f"@{DEPLOYMENT}", "-e", "refit_hosts=" + ":".join(hosts),
-        "-e", "fm_hosts=" + ":".join(hosts), *args], env=env)
-    return time.monotonic() - t0
 
 
 def host_cpu_seconds(hosts):
@@ -83,7 +54,7 @@ def costed(name, hosts):
            "ANSIBLE_CALLBACKS_ENABLED": "host_cost", "REFIT_HOST_COST_FILE": path}
     cpu0, ctl0 = host_cpu_seconds(hosts), os.times()
     try:
-        wall = playbook(name, hosts, forks=10, env=env)
+        wall = b.playbook(name, hosts=hosts, deployment=DEPLOYMENT, forks=10, env=env)
         cpu1, ctl1 = host_cpu_seconds(hosts), os.times()
         with open(path) as f:
             per_host = json.load(f)
@@ -103,7 +74,7 @@ def ssh_bytes(name, hosts):
     env = {"ANSIBLE_INVENTORY": os.path.join(RUN, "inventory-ssh.ini"),
            "ANSIBLE_SSH_ARGS": f"-C -o ControlMaster=no -o LogLevel=VERBOSE -E {path}"}
     try:
-        playbook(name, hosts, forks=10, env=env)
+        b.playbook(name, hosts=hosts, deployment=DEPLOYMENT, forks=10, env=env)
         with open(path, encoding="utf-8", errors="replace") as f:
             counts = [int(m.group(1)) for m in TRANSFERRED.finditer(f.read())]
     finally:
@@ -142,10 +113,10 @@ def measure(reps):
     copy_image("svc:1.0", "fleet-web:1.0")
     copy_image("svc:1.0", "fleet-api:1.0")
     log("deploy over 10 hosts")
-    figures["deploy_10"] = playbook("deploy", HOSTS)
+    figures["deploy_10"] = b.playbook("deploy", hosts=HOSTS, deployment=DEPLOYMENT)
     for n in SIZES:
         for forks in sorted({5, n}):
-            times = [playbook("update", HOSTS[:n], forks=forks) for _ in range(reps)]
+            times = [b.playbook("update", hosts=HOSTS[:n], deployment=DEPLOYMENT, forks=forks) for _ in range(reps)]
             figures["noop"][f"{n}/{forks}"] = times
             log(f"no-op update, {n} hosts, forks {forks}: {statistics.median(times):.2f} s")
     release = 20
@@ -156,14 +127,15 @@ def measure(reps):
             # A new image under the same tag each time: every host restarts web, api stays.
             release += 1
             sh([TB, "publish", f"{REGISTRY}/fleet-web:1.0", f"1.0.{release}"])
-            times.append(playbook("update", HOSTS, "-e", "refit_serial=3", *extra, forks=10))
+            times.append(b.playbook("update", "-e", "refit_serial=3", *extra, hosts=HOSTS,
+                                      deployment=DEPLOYMENT, forks=10))
         figures["zstream"][label] = times
         log(f"z-stream of web over 10 hosts, {label}: {statistics.median(times):.2f} s")
     # Every host on the newest fleet-web already: refit's no-op, then the foremanctl way's on
     # the same hosts (its deploy replaces refit's units, which is why it comes last).
     figures["cost"] = {"refit": per_host_cost("update", reps)}
     log("deploy the foremanctl way over 10 hosts")
-    figures["deploy_fm_10"] = playbook(FM_FLEET, HOSTS, forks=10)
+    figures["deploy_fm_10"] = b.playbook(FM_FLEET, hosts=HOSTS, deployment=DEPLOYMENT, forks=10)
     figures["cost"]["fm"] = per_host_cost(FM_FLEET, reps)
     return figures
 

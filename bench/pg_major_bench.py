@@ -15,6 +15,7 @@ import statistics
 import struct
 import time
 
+import benchlib as b
 from pulp_bench import HttpProbe
 
 SIZES_MB = (40, 300)
@@ -45,7 +46,7 @@ class PgProbe(HttpProbe):
         return len(head) == 9 and head[:1] == b"R" and struct.unpack("!i", head[5:9])[0] == 0
 
 
-def _play(b, deployment, playbook, *args):
+def _play(deployment, playbook, *args):
     """A flow on the database alone; `args` after the deployment file, which they override."""
     t0 = time.monotonic()
     b.sh(["ansible-playbook", playbook, "-e", f"@{deployment}", "-e", f"refit_hosts={b.HOST}",
@@ -53,30 +54,30 @@ def _play(b, deployment, playbook, *args):
     return time.monotonic() - t0
 
 
-def _psql(b, sql):
+def _psql(sql):
     return b.host(f"podman run --rm --network host {b.REGISTRY}/pulp-postgres:15 "
                   f"psql -At -h 127.0.0.1 -p {b.BASE + 32} -U postgres -d pulp -c \"{sql}\"").strip()
 
 
-def _kb(b, volume):
+def _kb(volume):
     return int(b.host(f"du -sk {VOLUMES}/{volume}/_data | cut -f1").strip())
 
 
-def _clean(b, volumes):
+def _clean(volumes):
     """No database unit, no refit state, no target, and none of `volumes`."""
     b.host("systemctl stop bench-du.service pulp-db.service 2> /dev/null; "
            "rm -f /etc/containers/systemd/pulp-db.container /etc/systemd/system/pulp.target; "
            f"systemctl daemon-reload; rm -rf /var/lib/refit; podman volume rm -f {volumes} > /dev/null; true")
 
 
-def _on_15(b, deployment):
+def _on_15(deployment):
     """The database deployed on 15 on the old volume, whatever ran before (its 17 unit, state
     and new volume removed)."""
-    _clean(b, "pulp-pgdata")
-    return _play(b, deployment, "refit.containers.deploy", "-e", "refit_stream=3.121-pg15")
+    _clean("pulp-pgdata")
+    return _play(deployment, "refit.containers.deploy", "-e", "refit_stream=3.121-pg15")
 
 
-def _one(b, deployment, args):
+def _one(deployment, args):
     """One upgrade under the probe: its figures."""
     b.host("systemd-run -q --unit=bench-du sh -c 'm=0; while sleep 1; do "
            f"s=$(du -sk {VOLUMES}/pulp-pgdata/_data 2> /dev/null | cut -f1); "
@@ -87,7 +88,7 @@ def _one(b, deployment, args):
     t_flow = time.monotonic()
     # The example's step, counting the filler's rows instead of Pulp's tables (not deployed).
     step = {"unit": "pulp-db", "tables": ["pulp.public.bench_fill"], "keep": 1, **args}
-    wall = _play(b, deployment, "refit.containers.upgrade", "-e", "refit_stream=3.121",
+    wall = _play(deployment, "refit.containers.upgrade", "-e", "refit_stream=3.121",
                  "-e", json.dumps({"refit_data_steps": [step]}))
     for _ in range(600):
         if probe.up_now():
@@ -95,37 +96,37 @@ def _one(b, deployment, args):
         time.sleep(0.1)
     down = probe.stop(t_flow)["pulp-db"]
     b.host("systemctl stop bench-du.service")
-    version = _psql(b, "SHOW server_version_num")
+    version = _psql("SHOW server_version_num")
     if not version.startswith("17"):
         raise RuntimeError(f"scenario 8: after the upgrade the server is {version}, not 17")
     load.append(os.getloadavg()[0])
     return {"wall_s": wall, "down_ms": down["down_ms"], "gaps": down["gaps"], "load": load,
-            "peak_kb": int(b.host("cat /run/bench-du-peak").strip()), "new_kb": _kb(b, "pulp-pgdata")}
+            "peak_kb": int(b.host("cat /run/bench-du-peak").strip()), "new_kb": _kb("pulp-pgdata")}
 
 
-def pg_major_contrast(b, reps):
+def pg_major_contrast(reps):
     deployment = f"{b.REPO}/examples/pulp/deployment.yml"
     out = {}
     try:
         for mb in SIZES_MB:
             b.log(f"scenario 8: the database on 15, filled to {mb} MB")
-            _clean(b, "pulp-pgdata pulp-pgdata-15")
-            _play(b, deployment, "refit.containers.deploy", "-e", "refit_stream=3.121-pg15")
+            _clean("pulp-pgdata pulp-pgdata-15")
+            _play(deployment, "refit.containers.deploy", "-e", "refit_stream=3.121-pg15")
             rows = mb * 1024 * 1024 // ROW_BYTES
-            _psql(b, "CREATE TABLE bench_fill AS SELECT g AS id, md5(g::text) || repeat('x', 150) AS pad "
+            _psql("CREATE TABLE bench_fill AS SELECT g AS id, md5(g::text) || repeat('x', 150) AS pad "
                      f"FROM generate_series(1, {rows}) g; CREATE INDEX ON bench_fill (id)")
-            size = {"db_mb": int(_psql(b, "SELECT pg_database_size('pulp') / 1048576")),
-                    "old_kb": _kb(b, "pulp-pgdata-15")}
+            size = {"db_mb": int(_psql("SELECT pg_database_size('pulp') / 1048576")),
+                    "old_kb": _kb("pulp-pgdata-15")}
             for name, args in METHODS:
                 runs = []
                 for i in range(reps):
                     if i or name != METHODS[0][0]:
-                        _on_15(b, deployment)
+                        _on_15(deployment)
                     b.log(f"scenario 8: {mb} MB, {name}, run {i + 1} of {reps}")
-                    runs.append(_one(b, deployment, args))
+                    runs.append(_one(deployment, args))
                 out[f"{mb}/{name}"] = {**size, "method": name, "runs": runs}
     finally:
-        _clean(b, "pulp-pgdata pulp-pgdata-15")
+        _clean("pulp-pgdata pulp-pgdata-15")
     return out
 
 
