@@ -27,7 +27,8 @@ import time
 import benchlib as b
 from pulp_bench import HttpProbe
 
-SIZES_MB = (40, 300)
+# REFIT_BENCH_PG_SIZES="40" measures some of them (one host each, beside another host's run).
+SIZES_MB = tuple(int(x) for x in os.environ.get("REFIT_BENCH_PG_SIZES", "40 300").split())
 METHODS = (("the foremanctl way: stop, pg_upgrade --copy in place, start", None),
            ("refit, pg_upgrade copy", {"method": "pg_upgrade", "transfer": "copy"}),
            ("refit, dump and restore", {"method": "dump"}))
@@ -84,10 +85,12 @@ def _kb(volume):
 
 def _clean(volumes):
     """No Pulp unit (refit's or the foremanctl way's), no refit state, no target, and none of
-    `volumes`."""
+    `volumes`. Each is removed only where its exact name is listed: `podman volume rm` takes a
+    name's prefix too, and `rm pulp-pgdata` with no such volume removed pulp-pgdata-15."""
     b.host("systemctl stop bench-du.service pulp.target 'pulp-*.service' 2> /dev/null; "
            "rm -f /etc/containers/systemd/pulp-*.container /etc/systemd/system/pulp.target; "
-           f"systemctl daemon-reload; rm -rf /var/lib/refit; podman volume rm -f {volumes} > /dev/null; true")
+           f"systemctl daemon-reload; rm -rf /var/lib/refit; for v in {volumes}; do "
+           "podman volume ls -q | grep -qx \"$v\" && podman volume rm -f \"$v\" > /dev/null; done; true")
 
 
 def _refit_on_15():
@@ -176,7 +179,7 @@ def pg_major_contrast(reps):
                     runs.append(_one(args, rows))
                     out[f"{mb}/{name}"] = {**size, "method": name, "runs": runs}
                     # What was measured so far, kept should a later run fail.
-                    with open(os.path.join(b.RUN, "pgmajor-partial.json"), "w") as f:
+                    with open(os.path.join(b.RUN, f"pgmajor-partial-{b.HOST}.json"), "w") as f:
                         json.dump(out, f, indent=1)
     finally:
         _clean(f"{NEW} {OLD} pulp-data")
