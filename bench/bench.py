@@ -2,7 +2,7 @@
 """refit against the ways people update today, side by side on one testbed (issue 8).
 
 Run by bench/run.sh, which brings the testbed up and always tears it down. Every figure below
-is computed from what this script recorded: probe logs (bench/probe.py, every 20 ms), systemd
+is computed from what this script recorded: probe logs (tools/probes/probe.py, every 20 ms), systemd
 InvocationIDs before and after, podman events, and wall-clock timestamps. Nothing is typed by
 hand, and every wait is bounded.
 
@@ -12,98 +12,17 @@ The raw figures go to OUT.json beside the table.
 import json
 import os
 import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TB = os.path.join(REPO, "tests/testbed/testbed.sh")
-RUN = os.environ["REFIT_TESTBED_RUN"]
-REGISTRY = "127.0.0.1:5000"
-DEPLOYMENT = os.path.join(REPO, "examples/foreman-like/deployment.yml")
-BASELINES = os.path.join(REPO, "bench/baselines")
-PLAYBOOKS = os.path.join(REPO, "bench/playbooks")
-SERVICES = ["db", "app", "api", "content", "worker@1", "worker@2", "worker@3"]
-sys.path.insert(0, os.path.join(REPO, "bench"))
-from downtime import downtime  # noqa: E402
-from socket_bench import render_socket, socket_contrast  # noqa: E402
-from upgrade_bench import render_upgrade, upgrade_contrast  # noqa: E402
-from pulp_bench import pulp_contrast, render_pulp  # noqa: E402
-from pg_major_bench import pg_major_contrast, render_pg_major  # noqa: E402
-
-
-def log(msg):
-    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def sh(args, timeout=600, check=True):
-    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
-    if check and p.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
-    return p
-
-
-# The test host the scenarios run on; scenario 8 runs on another host of the bed as well
-# (REFIT_BENCH_HOST=th2), beside a scenario on th1.
-HOST = os.environ.get("REFIT_BENCH_HOST", "th1")
-
-
-def host(cmd, timeout=300):
-    return sh([TB, "exec", HOST, "bash", "-c", cmd], timeout=timeout).stdout
-
-
-def playbook(name, *args, check=True):
-    """Runs a playbook; returns its wall time in seconds."""
-    t0 = time.monotonic()
-    sh(["ansible-playbook", name, "-e", f"@{DEPLOYMENT}", "-e", f"refit_hosts={HOST}", *args], check=check)
-    return time.monotonic() - t0
-
-
-def module_calls(run):
-    """Runs `run` under refit's progress callback; returns its result and the refit module calls
-    it made (task results that were not skipped), from the callback's events."""
-    fd, events = tempfile.mkstemp(prefix="events-", suffix=".jsonl", dir=RUN)
-    os.close(fd)
-    saved = {k: os.environ.get(k) for k in ("ANSIBLE_STDOUT_CALLBACK", "REFIT_EVENTS_FILE")}
-    os.environ.update(ANSIBLE_STDOUT_CALLBACK="refit.containers.progress", REFIT_EVENTS_FILE=events)
-    try:
-        out = run()
-        with open(events) as f:
-            lines = [json.loads(x) for x in f if x.strip()]
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        os.unlink(events)
-    calls = [e["action"] for e in lines if "action" in e and e.get("status") != "skipped"]
-    return out, calls
-
-
-def host_setting(key):
-    """A variable of the host's line in the testbed inventory (refit_port_base, refit_testhost_pid)."""
-    with open(os.path.join(RUN, "inventory.ini")) as f:
-        for line in f:
-            if line.startswith(f"{HOST} "):
-                return line.split(f"{key}=")[1].split()[0]
-    raise RuntimeError(f"{HOST} is not in the testbed inventory; run: tests/testbed/testbed.sh up {HOST}")
-
-
-BASE = int(host_setting("refit_port_base"))
-PORTS = [BASE + 1, BASE + 2, BASE + 3, BASE + 4] + [int(f"{(BASE + 10) // 10}{i}") for i in (1, 2, 3)]
-
-
-def invocations(units):
-    out = host("systemctl show --property=InvocationID --value " + " ".join(f"{u}.service" for u in units))
-    return dict(zip(units, [b.strip() for b in out.strip().split("\n\n")]))
-
-
-def restarted(before, after):
-    return [u for u in before if before[u] != after.get(u)]
+import benchlib
+from benchlib import (BASELINES, DEPLOYMENT, PLAYBOOKS, REGISTRY, REPO, SERVICES, TB, Probe, fm_deploy, host, host_now,
+                      host_setting, invocations, log, median, module_calls, playbook, prepare, publish_content,
+                      restarted, sh, version_of)
+from socket_bench import render_socket, socket_contrast
+from upgrade_bench import render_upgrade, upgrade_contrast
+from pulp_bench import pulp_contrast, render_pulp
+from pg_major_bench import pg_major_contrast, render_pg_major
 
 
 def migration_containers(since):
@@ -112,53 +31,6 @@ def migration_containers(since):
                "--filter label=io.refit.migration=api.service "
                "--filter label=io.refit.migration=content.service --format '{{.ID}}'")
     return len([line for line in out.splitlines() if line.strip()])
-
-
-def host_now():
-    return host("date --iso-8601=seconds").strip()
-
-
-class Probe:
-    """bench/probe.py in the background, every 20 ms, at most 600 s."""
-
-    def __init__(self, name, ports=PORTS, names=SERVICES):
-        self.dir = tempfile.mkdtemp(prefix=f"probe-{name}-", dir=RUN)
-        self.log = os.path.join(self.dir, "probe.log")
-        self.stop_file = os.path.join(self.dir, "stop")
-        self.names = names
-        self.proc = subprocess.Popen([os.path.join(REPO, "bench/probe.py"), self.log, self.stop_file,
-                                      "20", "600", *map(str, ports)])
-        # Its ticks count from its start, which creates the log: noted within 5 ms (at most
-        # 10 s), so other timestamps can be put on the probe's axis (upgrade_bench's timeline).
-        for _ in range(2000):
-            if os.path.exists(self.log):
-                break
-            time.sleep(0.005)
-        self.t0 = time.monotonic()
-        time.sleep(0.2)
-
-    def stop(self):
-        open(self.stop_file, "w").close()
-        self.proc.wait(timeout=10)
-        with open(self.log) as f:
-            lines = f.readlines()
-        down = downtime(lines, len(self.names))
-        answering = [int(line.split()[1]) for line in lines if len(line.split()) > 2]
-        return {"down_ms": {n: d for n, (d, _) in zip(self.names, down)},
-                "min_answering": min(answering) if answering else 0, "ticks": len(answering)}
-
-
-def publish_content(version):
-    sh([TB, "publish", f"{REGISTRY}/foreman-content:1.0", version])
-
-
-def prepare(streams="1.0"):
-    sh(["ansible-playbook", os.path.join(PLAYBOOKS, "prepare.yml"), "-e", f"refit_repo={REPO}",
-        "-e", json.dumps({"example_streams": streams.split(",")})])
-
-
-def median(xs):
-    return statistics.median(xs) if xs else 0.0
 
 
 def noop(runs, deploy, label, floor=None):
@@ -196,22 +68,13 @@ def zstream(label, version, update, publish=True):
     time.sleep(0.5)
     seen = probe.stop()
     after = invocations(SERVICES)
-    answer = version_of(BASE + 4)
+    answer = version_of(benchlib.BASE + 4)
     # A row whose flow left content on its old image compares nothing: the bench stops there.
     if publish and answer != version:
         raise RuntimeError(f"{label}: content answers {answer} after the update, not the published {version}")
     return {"wall_s": wall, "restarted": restarted(before, after), "content_ms": seen["down_ms"]["content"],
             "others_ms": {n: d for n, d in seen["down_ms"].items() if n != "content"},
             "content_version": answer, "published": version}
-
-
-def version_of(port):
-    """What a service answers on /version now (the probe's own question), or - for nothing."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/version", timeout=2) as r:
-            return r.read().decode().strip()
-    except OSError:
-        return "-"
 
 
 def zstream_median(label, versions, update, before=None):
@@ -232,10 +95,6 @@ def refit_update():
     return playbook("refit.containers.update")
 
 
-def fm_deploy(*extra):
-    return playbook(os.path.join(BASELINES, "foremanctl/deploy.yml"), *extra)
-
-
 def timed_host(cmd):
     t0 = time.monotonic()
     host(cmd)
@@ -245,7 +104,7 @@ def timed_host(cmd):
 def module_cost(n, runs):
     """Scenario 3: median process time of converged module runs, for n services."""
     units = [{"name": f"bench-{i}", "image": f"{REGISTRY}/svc:1.0", "network": "host",
-              "env": {"PORT": str(BASE + 100 + i)}} for i in range(n)]
+              "env": {"PORT": str(benchlib.BASE + 100 + i)}} for i in range(n)]
     migrations = [{"unit": f"bench-{i}", "command": ["/bin/true"]} for i in range(n)]
     args = {
         "cu": {"units": units, "min_healthy_time": 100},
@@ -280,7 +139,7 @@ def module_cost(n, runs):
 
 def rolling(label, roll):
     """Scenario 4: a new image for worker@1..4; how many answer during the rollout."""
-    ports = [BASE + 150 + i for i in (1, 2, 3, 4)]
+    ports = [benchlib.BASE + 150 + i for i in (1, 2, 3, 4)]
     probe = Probe(f"roll-{label}", ports=ports, names=["w1", "w2", "w3", "w4"])
     wall = roll()
     time.sleep(0.3)
@@ -315,7 +174,7 @@ def main():
     # refit's three runs, 216, 537 and 250 for the bare restart's).
     if want("socket"):
         log("scenario 5: z-stream with and without a socket, under the client probe")
-        results["socket"] = socket_contrast(sh, host, TB, RUN, BASE, reps)
+        results["socket"] = socket_contrast(reps)
 
     if want("refit"):
         log("scenario 1, refit: deploy the example, then no-op updates")
@@ -368,15 +227,15 @@ def main():
 
     if want("upgrade"):
         log("scenario 6: upgrade of the example 1.0 -> 1.1, refit and the foremanctl way")
-        results["upgrade"] = upgrade_contrast(sys.modules[__name__], reps)
+        results["upgrade"] = upgrade_contrast(reps)
 
     if want("pulp"):
         log("scenario 7: Pulp upgraded 3.121 -> 3.122 with its migrations, refit and the foremanctl way")
-        results["pulp"] = pulp_contrast(sys.modules[__name__])
+        results["pulp"] = pulp_contrast()
 
     if want("pgmajor"):
         log("scenario 8: PostgreSQL 15 -> 17, pg_upgrade copying and a dump, at two sizes")
-        results["pgmajor"] = pg_major_contrast(sys.modules[__name__], reps)
+        results["pgmajor"] = pg_major_contrast(reps)
 
     if only:
         print(json.dumps(results, indent=1, default=str))

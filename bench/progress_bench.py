@@ -10,19 +10,19 @@ usage: progress_bench.py [PAIRS]   (default 10; a bed that is up, the collection
 import json
 import sys
 
-import bench
+import benchlib as b
 
 
 def main():
     pairs = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-    bench.prepare()
-    bench.playbook("refit.containers.deploy")
+    b.prepare()
+    b.playbook("refit.containers.deploy")
     walls = {"on": [], "off": []}
     runs = {"on": (), "off": ("-e", "refit_progress=false")}
     for i in range(pairs):
         for way in ("on", "off") if i % 2 == 0 else ("off", "on"):
-            walls[way].append(bench.playbook("refit.containers.update", *runs[way]))
-    on, off = bench.median(walls["on"]), bench.median(walls["off"])
+            walls[way].append(b.playbook("refit.containers.update", *runs[way]))
+    on, off = b.median(walls["on"]), b.median(walls["off"])
     print(json.dumps({"pairs": pairs, "median_on_s": on, "median_off_s": off, "walls": walls}))
     print("| %d pairs | %.2f s | %.2f s | %+.0f ms (%+.1f %%) |" % (pairs, on, off, (on - off) * 1000, (on / off - 1) * 100))
 

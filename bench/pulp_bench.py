@@ -17,6 +17,8 @@ import time
 import urllib.error
 import urllib.request
 
+import benchlib as b
+
 FROM, TO = "3.121", "3.122"
 WORKERS = ("pulp-worker@1", "pulp-worker@2")
 UNITS = ("pulp-db", "pulp-api", "pulp-content", *WORKERS)
@@ -117,7 +119,7 @@ class Api:
         raise RuntimeError(f"scenario 7: {what}: its task ended {state} three times")
 
 
-def _urls(b):
+def _urls():
     base = b.BASE
     return (f"http://127.0.0.1:{base + 30}", f"http://127.0.0.1:{base + 31}", base + 32)
 
@@ -146,7 +148,7 @@ def _download(content_url):
         return r.read() == FILE_TEXT
 
 
-def _write_data(b, api_url, content_url, db_port):
+def _write_data(api_url, content_url, db_port):
     """An admin password for this run, REPOS repositories, and a file in a published and
     distributed one that downloads through the content app."""
     _until("the API answering after the deploy", lambda: _core_version(api_url), 120, 1)
@@ -175,12 +177,12 @@ def _check_data(api, content_url):
     return {"repositories": len(names) + 1, "file_downloads": True}
 
 
-def _show(b, unit, props):
+def _show(unit, props):
     out = b.host(f"systemctl show {' '.join('--property=' + p for p in props)} {unit}")
     return dict(line.split("=", 1) for line in out.split())
 
 
-def _worker_down(b, since, before, after):
+def _worker_down(since, before, after):
     """Per worker restarted: from its old container's exit to its new one's start, in ms (podman
     events: systemd forgets a stopped unit's timestamps at the daemon-reload (a)'s deploy does)."""
     out = {}
@@ -203,7 +205,7 @@ def _worker_down(b, since, before, after):
     return out
 
 
-def _migration_runs(b, since):
+def _migration_runs(since):
     """refit's one-off containers for pulp-api's migration (the check, the migration) since a
     timestamp: their durations in ms, start to died, from podman events."""
     events = b.host(f"podman events --stream=false --since {since} --filter label=io.refit.migration=pulp-api.service "
@@ -219,23 +221,23 @@ def _migration_runs(b, since):
     return runs
 
 
-def _play(b, *args):
+def _play(*args):
     t0 = time.monotonic()
     b.sh(["ansible-playbook", *args, "-e", "refit_hosts=th1"], timeout=1200)
     return time.monotonic() - t0
 
 
-def _cleanup(b):
+def _cleanup():
     b.sh(["ansible-playbook", os.path.join(b.PLAYBOOKS, "pulp_cleanup.yml"), "-e", f"refit_repo={b.REPO}"])
 
 
-def _flow(b, label, deploy_db, deploy, upgrade, migrations):
+def _flow(label, deploy_db, deploy, upgrade, migrations):
     """A fresh deploy of FROM with data written, then the upgrade to TO under the probe."""
-    api_url, content_url, db_port = _urls(b)
+    api_url, content_url, db_port = _urls()
     b.log(f"scenario 7, {label}: fresh deploy of Pulp {FROM}")
-    _cleanup(b)
+    _cleanup()
     out = {"deploy_db_s": deploy_db(), "deploy_s": deploy()}
-    api = _write_data(b, api_url, content_url, db_port)
+    api = _write_data(api_url, content_url, db_port)
     before = b.invocations(list(UNITS))
     since = b.host_now()
     probe = HttpProbe([("pulp-api", api_url + "/pulp/api/v3/status/"), ("pulp-content", content_url + "/pulp/content/")])
@@ -250,28 +252,28 @@ def _flow(b, label, deploy_db, deploy, upgrade, migrations):
     time.sleep(0.5)
     out["down"] = probe.stop(t_flow)
     after = b.invocations(list(UNITS))
-    out["down"].update(_worker_down(b, since, before, after))
+    out["down"].update(_worker_down(since, before, after))
     out["restarted"] = b.restarted(before, after)
     out["core"] = _until("the API reporting core " + TO, lambda: (v := _core_version(api_url)).startswith(TO + ".") and v,
                          60, 1)
     out["data"] = _check_data(api, content_url)
-    out["migration"] = migrations(b, since)
+    out["migration"] = migrations(since)
     return out
 
 
-def _backup(b):
+def _backup():
     """The record of the newest backup refit took (its size and duration)."""
     rec = b.host("cat \"$(find /var/lib/refit/backups -name record.json | sort | tail -n 1)\"")
     r = json.loads(rec)
     return {"size_bytes": r["size_bytes"], "duration_ms": r["duration_ms"]}
 
 
-def pulp_contrast(b):
+def pulp_contrast():
     deployment = os.path.join(b.REPO, "examples/pulp/deployment.yml")
     fm = os.path.join(b.BASELINES, "foremanctl")
 
     def refit(playbook, *args):
-        return lambda: _play(b, playbook, "-e", f"@{deployment}", *args)
+        return lambda: _play(playbook, "-e", f"@{deployment}", *args)
 
     def oneshot(b_, since):
         v = _show(b_, "pulp-migrate.service", ("ExecMainStartTimestampMonotonic", "ExecMainExitTimestampMonotonic"))
@@ -279,17 +281,17 @@ def pulp_contrast(b):
 
     out = {}
     try:
-        out["refit"] = _flow(b, "refit", refit("refit.containers.deploy", "-e", "pulp_app=false"),
+        out["refit"] = _flow("refit", refit("refit.containers.deploy", "-e", "pulp_app=false"),
                              refit("refit.containers.deploy"),
                              refit("refit.containers.upgrade", "-e", f"refit_stream={TO}"), _migration_runs)
-        out["refit"]["backup"] = _backup(b)
-        out["fm"] = _flow(b, "the foremanctl way",
-                          lambda: _play(b, os.path.join(fm, "pulp.yml"), "-e", "pulp_fm_app=false"),
-                          lambda: _play(b, os.path.join(fm, "pulp.yml"), "-e", f"pulp_fm_stream={FROM}"),
-                          lambda: _play(b, os.path.join(fm, "pulp_upgrade.yml"), "-e", f"pulp_fm_stream={TO}"),
+        out["refit"]["backup"] = _backup()
+        out["fm"] = _flow("the foremanctl way",
+                          lambda: _play(os.path.join(fm, "pulp.yml"), "-e", "pulp_fm_app=false"),
+                          lambda: _play(os.path.join(fm, "pulp.yml"), "-e", f"pulp_fm_stream={FROM}"),
+                          lambda: _play(os.path.join(fm, "pulp_upgrade.yml"), "-e", f"pulp_fm_stream={TO}"),
                           oneshot)
     finally:
-        _cleanup(b)
+        _cleanup()
     return out
 
 

@@ -31,6 +31,6 @@ python3 "$REPO/bench/bench.py" "$@" "$REPO/bench/RESULTS.md"
 # file, then appended to RESULTS.md so one file holds the whole run.
 python3 "$REPO/bench/transport.py" "$REPO/bench/TRANSPORT.md"
 { echo; sed 's/^# /## /' "$REPO/bench/TRANSPORT.md"; } >> "$REPO/bench/RESULTS.md"
-# The fleet: fl1..fl10 booted beside th1, the no-op and a z-stream over 1, 5 and 10 hosts.
+# The fleet: fl1..fl30 booted beside th1, the no-op and a z-stream over 1, 10 and 30 hosts.
 python3 "$REPO/bench/fleet_bench.py" "$REPO/bench/FLEET.md"
 { echo; sed 's/^# /## /' "$REPO/bench/FLEET.md"; } >> "$REPO/bench/RESULTS.md"

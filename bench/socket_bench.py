@@ -1,24 +1,26 @@
 """Scenario 5 (issue 15): z-stream updates of one service with a socket and one without, side
-by side in the same run, under bench/clients.py (a new connection and one request every 10 ms
+by side in the same run, under tools/probes/clients.py (a new connection and one request every 10 ms
 per service): refused connections, failed requests, p99 and max latency, and the outage a
 client sees (first failure to next success). Run by bench.py (--only socket)."""
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REGISTRY = "127.0.0.1:5000"
-PLAY = os.path.join(HERE, "playbooks/socket.yml")
+from benchlib import PLAYBOOKS, PROBES, REGISTRY, RUN, TB, host, sh
+import benchlib as b
+
+PLAY = os.path.join(PLAYBOOKS, "socket.yml")
 UNITS = ("bench-sock", "bench-bare")
 
 
-def clients_during(run_dir, ports, action):
-    """bench/clients.py around `action`: its summaries by name, and the action's wall time."""
-    d = tempfile.mkdtemp(prefix="clients-", dir=run_dir)
+def clients_during(ports, action):
+    """tools/probes/clients.py around `action`: its summaries by name, and the action's wall time."""
+    d = tempfile.mkdtemp(prefix="clients-", dir=RUN)
     out, stop = os.path.join(d, "clients.json"), os.path.join(d, "stop")
-    proc = subprocess.Popen([os.path.join(HERE, "clients.py"), out, stop, "10", "300",
+    proc = subprocess.Popen([sys.executable, os.path.join(PROBES, "clients.py"), out, stop, "10", "300",
                              *(str(ports[u]) for u in UNITS)])
     time.sleep(0.3)
     t0 = time.monotonic()
@@ -32,14 +34,14 @@ def clients_during(run_dir, ports, action):
     return {"wall_s": wall, **dict(zip(UNITS, seen))}
 
 
-def socket_contrast(sh, host, tb, run_dir, base, reps):
+def socket_contrast(reps):
     """`reps` refit updates of both, then `reps` bare `systemctl restart`s (the limit, image
     already local), each under the client probe."""
-    ports = {"bench-sock": base + 160, "bench-bare": base + 161}
+    ports = {"bench-sock": b.BASE + 160, "bench-bare": b.BASE + 161}
 
     def publish(version, pull=False):
         for u in UNITS:
-            sh([tb, "publish", f"{REGISTRY}/{u}:1.0", version])
+            sh([TB, "publish", f"{REGISTRY}/{u}:1.0", version])
             if pull:
                 host(f"podman pull -q {REGISTRY}/{u}:1.0 > /dev/null")
 
@@ -55,12 +57,12 @@ def socket_contrast(sh, host, tb, run_dir, base, reps):
     for i in range(reps):
         v = f"1.0.7{i}"
         publish(v)
-        out["refit"].append(check(v, clients_during(run_dir, ports, lambda: sh(["ansible-playbook", PLAY]))))
+        out["refit"].append(check(v, clients_during(ports, lambda: sh(["ansible-playbook", PLAY]))))
     for i in range(reps):
         v = f"1.0.8{i}"
         publish(v, pull=True)
         restart = "systemctl restart bench-bare.service && systemctl restart bench-sock.service"
-        out["limit"].append(check(v, clients_during(run_dir, ports, lambda: host(restart))))
+        out["limit"].append(check(v, clients_during(ports, lambda: host(restart))))
     sh(["ansible-playbook", PLAY, "-e", "bench_state=absent"])
     return out
 
@@ -74,7 +76,7 @@ def render_socket(s):
         return ", ".join(f"{r[u][key]:g}" for r in rows)
 
     lines = ["", "## 5. z-stream with and without a socket (issue 15), same image, same run", "",
-             "Clients: a new TCP connection and one GET /version every 10 ms per service (bench/clients.py). "
+             "Clients: a new TCP connection and one GET /version every 10 ms per service (tools/probes/clients.py). "
              "One figure per run. The outage is the time from a client's first failed request to the next "
              "success; with a socket, requests wait in the backlog instead, and their latency shows it.", "",
              "| flow | service | refused | failed | p99 latency | max latency | outage | worst max latency / the bare restart's median outage |",

@@ -20,9 +20,10 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench  # noqa: E402  (bench.py beside this file: the scenario pieces)
+import bench  # noqa: E402  (bench.py beside this file: the no-op scenario)
+import benchlib as b  # noqa: E402
 
-TRANSPORTS = {"local": os.path.join(bench.RUN, "inventory.ini"), "ssh": os.path.join(bench.RUN, "inventory-ssh.ini")}
+TRANSPORTS = {"local": os.path.join(b.RUN, "inventory.ini"), "ssh": os.path.join(b.RUN, "inventory-ssh.ini")}
 TRANSFERRED = re.compile(r"Transferred: sent (\d+), received (\d+) bytes")
 
 
@@ -32,7 +33,7 @@ def over(transport):
 
 def bytes_sent(run):
     """Bytes sent to and received from th1 in one run over SSH, from ssh's own counters."""
-    fd, log = tempfile.mkstemp(prefix="ssh-bytes-", dir=bench.RUN)
+    fd, log = tempfile.mkstemp(prefix="ssh-bytes-", dir=b.RUN)
     os.close(fd)
     over("ssh")
     os.environ["ANSIBLE_SSH_ARGS"] = f"-C -o ControlMaster=no -o LogLevel=VERBOSE -E {log}"
@@ -47,13 +48,13 @@ def bytes_sent(run):
 
 
 def way(label, deploy, update, runs):
-    bench.prepare()
+    b.prepare()
     over("local")
     deploy()
     out = {}
     for t in TRANSPORTS:
         over(t)
-        bench.log(f"{label}: {runs} no-op runs over {t}")
+        b.log(f"{label}: {runs} no-op runs over {t}")
         out[t] = bench.noop(runs, update, f"{label}-{t}")
     out["ssh_bytes"] = bytes_sent(update)
     return out
@@ -80,12 +81,12 @@ def main():
     out_path = sys.argv[-1]
     runs = 3
     r = {"runs": runs,
-         "refit": way("refit", lambda: bench.playbook("refit.containers.deploy"), bench.refit_update, runs),
-         "fm": way("fm", bench.fm_deploy, bench.fm_deploy, runs)}
-    bench.prepare()
+         "refit": way("refit", lambda: b.playbook("refit.containers.deploy"), bench.refit_update, runs),
+         "fm": way("fm", b.fm_deploy, b.fm_deploy, runs)}
+    b.prepare()
     head = (f"# The no-op update over SSH and over the local connection\n\n`bench/transport.py` on one test "
-            f"host ({bench.host('podman --version').strip()}, "
-            f"{bench.sh(['ansible-playbook', '--version']).stdout.splitlines()[0]}), sshd on 127.0.0.1; "
+            f"host ({b.host('podman --version').strip()}, "
+            f"{b.sh(['ansible-playbook', '--version']).stdout.splitlines()[0]}), sshd on 127.0.0.1; "
             "bytes from ssh's own counters, with Ansible's default compression.\n\n")
     with open(out_path, "w", encoding="utf-8") as f:
         f.write(head + render(r))

@@ -1,7 +1,7 @@
 """Scenario 6 (issue 15, must-show 2): examples/foreman-like upgraded from stream 1.0 to 1.1 by
 refit (`refit.containers.upgrade`) and by the foremanctl way (bench/baselines/foremanctl/
 upgrade.yml: stop foreman.target, pull the new stream's images, deploy, whose migration
-one-shots run before the services start), each from a fresh deploy of 1.0, under bench/probe.py
+one-shots run before the services start), each from a fresh deploy of 1.0, under tools/probes/probe.py
 (every 20 ms). Per service: the probe's downtime, its migration's run in the upgrade (podman
 events of refit's migration containers; the one-shots' systemd timestamps), whether it was
 restarted (InvocationIDs). For refit, each migrated service's own migration and own restart are
@@ -15,6 +15,8 @@ import os
 import socket
 import tempfile
 import time
+
+import benchlib as b
 
 FROM, TO = "1.0", "1.1"
 NEW_VERSION = "1.1.0"
@@ -52,7 +54,7 @@ def _since_flow_ms(mono_us, t_flow):
     return None if int(mono_us) == 0 else int(int(mono_us) / 1000 - t_flow * 1000)
 
 
-def _refit_migrations(b, since, t_flow):
+def _refit_migrations(since, t_flow):
     """Per migrated service, the runs of the migration containers refit started since a
     timestamp: (start, died) in ms after the flow's start, from podman events (wall clock,
     brought onto the monotonic axis)."""
@@ -75,17 +77,17 @@ def _refit_migrations(b, since, t_flow):
     return out
 
 
-def _fm_migrations(b, since, t_flow):
+def _fm_migrations(since, t_flow):
     """Per service with a one-shot, its last run: (start, exit) of its main process, systemd's."""
     out = {}
     for n in ("app", *MIGRATED):
-        v = _show(b, f"{n}-migrate.service", ("ExecMainStartTimestampMonotonic", "ExecMainExitTimestampMonotonic"))
+        v = _show(f"{n}-migrate.service", ("ExecMainStartTimestampMonotonic", "ExecMainExitTimestampMonotonic"))
         out[n] = [(_since_flow_ms(v["ExecMainStartTimestampMonotonic"], t_flow),
                    _since_flow_ms(v["ExecMainExitTimestampMonotonic"], t_flow))]
     return out
 
 
-def _show(b, unit, props):
+def _show(unit, props):
     out = b.host(f"systemctl show {' '.join('--property=' + p for p in props)} {unit}")
     return dict(line.split("=", 1) for line in out.split())
 
@@ -94,13 +96,13 @@ STATES = (("stop", "ActiveExitTimestampMonotonic"), ("stopped", "InactiveEnterTi
           ("start", "InactiveExitTimestampMonotonic"), ("active", "ActiveEnterTimestampMonotonic"))
 
 
-def _timeline(b, t_flow, first, first_down):
+def _timeline(t_flow, first, first_down):
     """Per service, when (ms after the flow's start) its stop began and ended, its start began
     and systemd saw it active (a daemon-reload while it is stopped forgets the stop's times), and
     when the probe first missed it and first heard the new stream; None for before the flow."""
     out = {}
     for n in b.SERVICES:
-        v = _show(b, f"{n}.service", [p for _, p in STATES])
+        v = _show(f"{n}.service", [p for _, p in STATES])
         marks = {k: _since_flow_ms(v[p], t_flow) for k, p in STATES}
         out[n] = {k: (t if t is not None and t >= 0 else None) for k, t in marks.items()}
         out[n]["answers"] = first.get(n)
@@ -108,32 +110,32 @@ def _timeline(b, t_flow, first, first_down):
     return out
 
 
-def _answers(b):
+def _answers():
     return {n: b.version_of(p) for n, p in zip(b.SERVICES, b.PORTS)}
 
 
-def _check_answers(b, label, expect):
+def _check_answers(label, expect):
     """A row whose flow left a service on the wrong version compares nothing: the bench stops."""
-    wrong = {n: v for n, v in _answers(b).items() if v != expect[n]}
+    wrong = {n: v for n, v in _answers().items() if v != expect[n]}
     if wrong:
         raise RuntimeError(f"{label}: after the upgrade these answer otherwise than {expect}: {wrong}")
 
 
-def _wait_answering(b, label):
+def _wait_answering(label):
     """The foremanctl way's deploy returns once systemd started the services, not once they
     answer: the upgrade starts from a stack that answers, as refit's does. At most 60 s."""
     for _ in range(120):
-        if "-" not in _answers(b).values():
+        if "-" not in _answers().values():
             return
         time.sleep(0.5)
-    raise RuntimeError(f"{label}: not every service answers 60 s after it: {_answers(b)}")
+    raise RuntimeError(f"{label}: not every service answers 60 s after it: {_answers()}")
 
 
-def _upgrade_once(b, label, run, migrations, keep=()):
+def _upgrade_once(label, run, migrations, keep=()):
     """One upgrade under the probe: its wall time, per-service downtime and gaps, when each
     service first answered the new stream (or, for those in `keep`, the version it answered
     before), and which services were restarted."""
-    expect = {n: (v if n in keep else NEW_VERSION) for n, v in _answers(b).items()}
+    expect = {n: (v if n in keep else NEW_VERSION) for n, v in _answers().items()}
     before = b.invocations(b.SERVICES)
     since = b.host_now()
     probe = b.Probe(f"up-{label}")
@@ -146,15 +148,15 @@ def _upgrade_once(b, label, run, migrations, keep=()):
     first, first_down, every = _first_new(rows, b.SERVICES, expect, t_flow_ms)
     gaps = dict(zip(b.SERVICES, [g for _, g in b.downtime([" ".join(r) for r in rows], len(b.SERVICES))]))
     after = b.invocations(b.SERVICES)
-    _check_answers(b, label, expect)
-    runs = migrations(b, since, t_flow) if migrations else {}
+    _check_answers(label, expect)
+    runs = migrations(since, t_flow) if migrations else {}
     return {"wall_s": wall, "down_ms": seen["down_ms"], "gaps": gaps, "first_new_ms": first,
             "every_new_ms": every, "restarted": b.restarted(before, after),
-            "timeline": _timeline(b, t_flow, first, first_down), "migrations": runs,
+            "timeline": _timeline(t_flow, first, first_down), "migrations": runs,
             "migration_ms": {n: [e - s for s, e in rs if s is not None and e is not None] for n, rs in runs.items()}}
 
 
-def _own_restarts(b):
+def _own_restarts():
     """Each service's own restart, under the probe, on the image it now runs: for api and
     content as their migration does it (the socket with the service, so clients are refused, not
     queued), for the others a plain restart."""
@@ -201,12 +203,12 @@ def _api(path, call):
         conn.close()
 
 
-def _own_migrations(b):
+def _own_migrations():
     """Each migration's own run as refit runs it, but alone: a container of the service's image,
     data volume and environment, created and initialized beforehand (untimed), then started and
     waited for through the podman API, timed from here. The same API calls refit makes between
     its stop and its start; the schema is the new one already, so the migration writes it again."""
-    sock = f"/proc/{b.th1_setting('refit_testhost_pid')}/root/run/podman/podman.sock"
+    sock = f"/proc/{b.host_setting('refit_testhost_pid')}/root/run/podman/podman.sock"
     out = {}
     for n in MIGRATED:
         cid = b.host(f"podman create -q --network host -v foreman-{n}-data:/data -e SCHEMA_FILE=/data/schema "
@@ -222,7 +224,7 @@ def _own_migrations(b):
     return out
 
 
-def _variant_deployment(b):
+def _variant_deployment():
     """examples/foreman-like with the workers' image pinned to 1.0: their unit text and image do
     not change in the upgrade, app's does."""
     with open(b.DEPLOYMENT) as f:
@@ -236,31 +238,31 @@ def _variant_deployment(b):
     return path
 
 
-def _refit_play(b, deployment, name, *args):
+def _refit_play(deployment, name, *args):
     t0 = time.monotonic()
     b.sh(["ansible-playbook", name, "-e", f"@{deployment}", "-e", "refit_hosts=th1", *args])
     return time.monotonic() - t0
 
 
-def upgrade_contrast(b, reps):
+def upgrade_contrast(reps):
     """`reps` upgrades 1.0 -> 1.1 by each flow, each from a fresh deploy of 1.0."""
     streams = f"{FROM},{TO}"
     out = {"refit": [], "refit_pinned": [], "fm": []}
-    pinned = _variant_deployment(b)
+    pinned = _variant_deployment()
     for i in range(reps):
         b.log(f"scenario 6, rep {i + 1}/{reps}: refit upgrade {FROM} -> {TO}")
         b.prepare(streams)
-        _refit_play(b, b.DEPLOYMENT, "refit.containers.deploy")
-        r = _upgrade_once(b, "refit", lambda: _refit_play(b, b.DEPLOYMENT, "refit.containers.upgrade",
+        _refit_play(b.DEPLOYMENT, "refit.containers.deploy")
+        r = _upgrade_once("refit", lambda: _refit_play(b.DEPLOYMENT, "refit.containers.upgrade",
                                                           "-e", f"refit_stream={TO}"), _refit_migrations)
-        r["own_restart_ms"] = _own_restarts(b)
-        r["own_migration_ms"] = _own_migrations(b)
+        r["own_restart_ms"] = _own_restarts()
+        r["own_migration_ms"] = _own_migrations()
         out["refit"].append(r)
 
         b.log(f"scenario 6, rep {i + 1}/{reps}: refit upgrade, workers' image unchanged")
         b.prepare(streams)
-        _refit_play(b, pinned, "refit.containers.deploy")
-        r = _upgrade_once(b, "refit-pinned", lambda: _refit_play(b, pinned, "refit.containers.upgrade",
+        _refit_play(pinned, "refit.containers.deploy")
+        r = _upgrade_once("refit-pinned", lambda: _refit_play(pinned, "refit.containers.upgrade",
                                                                  "-e", f"refit_stream={TO}"),
                           None, keep=("worker@1", "worker@2", "worker@3"))
         out["refit_pinned"].append(r)
@@ -268,8 +270,8 @@ def upgrade_contrast(b, reps):
         b.log(f"scenario 6, rep {i + 1}/{reps}: the foremanctl way's upgrade")
         b.prepare(streams)
         b.fm_deploy("-e", f"fm_stream={FROM}")
-        _wait_answering(b, "the foremanctl way's deploy")
-        r = _upgrade_once(b, "fm", lambda: b.playbook(os.path.join(b.BASELINES, "foremanctl/upgrade.yml"),
+        _wait_answering("the foremanctl way's deploy")
+        r = _upgrade_once("fm", lambda: b.playbook(os.path.join(b.BASELINES, "foremanctl/upgrade.yml"),
                                                        "-e", f"fm_stream={TO}"), _fm_migrations)
         out["fm"].append(r)
     os.unlink(pinned)

@@ -37,13 +37,13 @@ ctl() {
 # Runs refitctl under a probe of every service, then prints each one's downtime.
 probed() {
     local log=$WORK/probe-$1.log stop=$WORK/probe-$1.stop
-    "$REPO/bench/probe.py" "$log" "$stop" 20 300 "${ports[@]}" &
+    "$REPO/tools/probes/probe.py" "$log" "$stop" 20 300 "${ports[@]}" &
     local probe=$!
     ctl "$@"
     touch "$stop"
     wait "$probe" || true
     echo "downtime, from a probe of every service every 20 ms:"
-    "$REPO/bench/downtime.py" "$log" "${names[@]}" |
+    "$REPO/tools/probes/downtime.py" "$log" "${names[@]}" |
         while read -r name ms gaps; do printf '  %-10s %6s ms  (%s gaps)\n' "$name" "$ms" "$gaps"; done
 }
 

@@ -22,6 +22,8 @@ def _collection_on_path():
 
 
 _collection_on_path()
+# bench's scripts import their helpers (bench/benchlib.py) from beside them, as when run.
+sys.path.insert(0, os.path.join(REPO, "bench"))
 
 
 def load(relpath, name):

@@ -29,23 +29,39 @@ class FleetTable(unittest.TestCase):
         with open(os.path.join(REPO, "bench/FLEET.md")) as f:
             self.assertEqual(fleet.render(figures), f.read())
 
-    def test_growth_is_the_ratio_of_the_medians_from_1_to_10_hosts(self):
+    def test_growth_is_the_ratio_of_the_medians_to_1_host_and_per_host_cost_from_10_to_30(self):
         figures = {
-            "noop": {"1/5": [2.0, 4.0, 3.0], "10/5": [9.0], "10/10": [6.0]},
-            "zstream": {"waves of 3": [30.0]},
-            "deploy_10": 41.25,
+            "noop": {"1/5": [2.0, 4.0, 3.0], "1/1": [3.0], "10/5": [6.0], "10/10": [6.0], "30/5": [9.0], "30/30": [7.5]},
+            "floor": {"1": [1.0], "10": [2.0], "30": [4.0]},
+            "zstream": {"1/waves of 3": [4.0], "10/waves of 3": [12.0], "30/waves of 3": [40.0],
+                        "30/canary 1, then waves of 3": [44.0]},
+            "deploy": 41.25,
+            "memory_mb": {"fl1": 30.0, "fl2": 50.0, "fl3": 40.0},
+            "load": [1.5, 2.25],
+            "cores": 2,
             "cost": {
-                "refit": {"1": cost(3.0, 0.5, 1.0, 20000), "10": cost(6.0, 1.0, 0.5, 300000)},
-                "fm": {"1": cost(9.0, 2.0, 4.0, 90000), "10": cost(30.0, 8.0, 3.0, 1500000)},
+                "refit": {"1": cost(3.0, 0.5, 1.0, 20000), "10": cost(6.0, 1.0, 0.5, 300000),
+                          "30": cost(7.0, 1.0, 0.4, 900000)},
+                "fm": {"1": cost(9.0, 2.0, 4.0, 90000), "10": cost(30.0, 8.0, 3.0, 1500000),
+                       "30": cost(90.0, 8.0, 3.0, 4500000)},
             },
         }
         text = fleet.render(figures)
         self.assertIn("median of 3 runs", text)
-        self.assertIn("| no-op update | 1 | 5 | 3.00 s |", text)
-        self.assertIn("3.00x at forks 5, 2.00x at forks 10 (1 host: 3.00 s)", text)
-        self.assertIn("The deploy of the 10 hosts took 41.2 s", text)
-        self.assertIn("refit's host CPU per host went 0.50 s to 1.00 s (2.00x)", text)
-        self.assertIn("the foremanctl way's 2.00 s to 8.00 s (4.00x)", text)
+        self.assertIn("Hosts fl1..fl3 beside the bed", text)
+        self.assertIn("took 40 MB (median; 30 to 50 MB, 0.12 GB in all", text)
+        self.assertIn("as the run began and ended: 1.5 and 2.2", text)
+        self.assertIn("| no-op update | 1 | 5 | 3.00 s | 1.00 |", text)
+        self.assertIn("| no-op update | 30 | 30 | 7.50 s | 2.50 |", text)
+        self.assertIn("| z-stream of one service, waves of 3 | 30 | 30 | 40.00 s | 10.00 |", text)
+        self.assertIn("3.00x at forks 5, 2.50x at forks 30 (1 host: 3.00 s)", text)
+        self.assertIn("The deploy of the 30 hosts took 41.2 s", text)
+        self.assertIn("| Ansible's floor: one task, one round trip per host (`raw: true`) | 30 | 30 | 4.00 s | 4.00 |", text)
+        self.assertIn("Ansible's floor grew 4.00x from 1 to 30 hosts; refit's no-op (forks = hosts) took 3.50 s "
+                      "beyond it over 30 hosts and 2.00 s over 1.", text)
+        self.assertIn("From 10 to 30 hosts, refit's host CPU per host went 1.00 s to 1.00 s (1.00x)", text)
+        self.assertIn("its controller CPU per host 0.50 s to 0.40 s (0.80x)", text)
+        self.assertIn("the foremanctl way's 8.00 s to 8.00 s (1.00x)", text)
         self.assertIn("refit sent 30.0 KB per host against 150.0 KB", text)
         self.assertIn("| 10 | (a) foremanctl way | 30.00 s | 2 | 8.00 s | 3.00 s | 0.50 s | 150.0 KB | 0.4 |", text)
 

@@ -1,4 +1,4 @@
-"""bench's probes (bench/downtime.py, probe.py, clients.py), which the bench, the demo and the
+"""The probes (tools/probes/downtime.py, probe.py, clients.py), which the bench, the demo and the
 integration tests measure downtime with: their arithmetic, and what they make of a real server
 on loopback that answers, answers wrongly, or is not there."""
 
@@ -9,9 +9,9 @@ import unittest
 
 from repo_paths import load
 
-downtime = load("bench/downtime.py", "refit_bench_downtime")
-probe = load("bench/probe.py", "refit_bench_probe")
-clients = load("bench/clients.py", "refit_bench_clients")
+downtime = load("tools/probes/downtime.py", "refit_probe_downtime")
+probe = load("tools/probes/probe.py", "refit_probe_probe")
+clients = load("tools/probes/clients.py", "refit_probe_clients")
 
 
 class Downtime(unittest.TestCase):
