@@ -10,8 +10,14 @@ use std::time::Duration;
 const TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Removes volume `name`; one that is gone already is not an error, one a container still
-/// uses is (podman's 409, said as such).
+/// uses is (podman's 409, said as such). libpod's DELETE takes a name it does not know as the
+/// unique prefix of one it does (`pgdata`, gone, would remove `pgdata-15`, the old cluster kept
+/// for rollback), while its `exists` asks for the exact name: so the DELETE is sent only for a
+/// volume that exists under exactly this name.
 pub fn remove(socket: &str, name: &str) -> Result<(), PodmanError> {
+    if !exists(socket, name)? {
+        return Ok(());
+    }
     let path = format!("/v4.0.0/libpod/volumes/{}", encode(name));
     let call = format!("volume remove {name}");
     let req = super::wire::Request::new(&call, "DELETE", &path, TIMEOUT);
@@ -41,5 +47,54 @@ pub fn exists(socket: &str, name: &str) -> Result<bool, PodmanError> {
             call,
             detail: format!("HTTP {status}: {}", String::from_utf8_lossy(&body).trim()),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::sync::{Arc, Mutex};
+
+    /// A libpod stand-in that knows no volume by exact name (`exists` answers 404) and removes
+    /// by prefix, as libpod does; returns the socket and the request lines it was sent.
+    fn prefix_matching_podman(dir: &std::path::Path) -> (String, Arc<Mutex<Vec<String>>>) {
+        let path = dir.join("podman.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                let mut buf = [0u8; 4096];
+                let n = conn.read(&mut buf).unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]);
+                let line = head.lines().next().unwrap_or("").to_string();
+                let status = if line.starts_with("DELETE") {
+                    "204 No Content"
+                } else {
+                    "404 Not Found"
+                };
+                log.lock().expect("log").push(line);
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                );
+            }
+        });
+        (path.to_string_lossy().into_owned(), seen)
+    }
+
+    #[test]
+    fn a_volume_gone_is_never_sent_a_delete_that_podman_would_match_by_prefix() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let (socket, seen) = prefix_matching_podman(dir.path());
+        remove(&socket, "pgdata").expect("a gone volume is not an error");
+        let lines = seen.lock().expect("log").clone();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with("GET /v4.0.0/libpod/volumes/pgdata/exists"),
+            "{lines:?}"
+        );
     }
 }
