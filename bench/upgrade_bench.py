@@ -206,7 +206,7 @@ def _own_migrations(b):
     data volume and environment, created and initialized beforehand (untimed), then started and
     waited for through the podman API, timed from here. The same API calls refit makes between
     its stop and its start; the schema is the new one already, so the migration writes it again."""
-    sock = f"/proc/{b.th1_setting('refit_testhost_pid')}/root/run/podman/podman.sock"
+    sock = f"/proc/{b.host_setting('refit_testhost_pid')}/root/run/podman/podman.sock"
     out = {}
     for n in MIGRATED:
         cid = b.host(f"podman create -q --network host -v foreman-{n}-data:/data -e SCHEMA_FILE=/data/schema "
