@@ -264,12 +264,13 @@ def _own_restart(b):
 
 def _play(b, *args):
     t0 = time.monotonic()
-    b.sh(["ansible-playbook", *args, "-e", "refit_hosts=th1"], timeout=1200)
+    b.sh(["ansible-playbook", *args, "-e", f"refit_hosts={b.HOST}", "-e", f"fm_hosts={b.HOST}"], timeout=1200)
     return time.monotonic() - t0
 
 
 def _cleanup(b):
-    b.sh(["ansible-playbook", os.path.join(b.PLAYBOOKS, "pulp_cleanup.yml"), "-e", f"refit_repo={b.REPO}"])
+    b.sh(["ansible-playbook", os.path.join(b.PLAYBOOKS, "pulp_cleanup.yml"), "-e", f"refit_repo={b.REPO}",
+          "-e", f"refit_hosts={b.HOST}"])
 
 
 def _flow(b, label, deploy_db, deploy, upgrade, migrations):
