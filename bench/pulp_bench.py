@@ -221,14 +221,58 @@ def _migration_runs(since):
     return runs
 
 
+def _timeline(since, t_flow):
+    """Every container that died or started since a timestamp, by its systemd unit or, for
+    refit's one-off containers, the migration it ran for: [(event, ms after the flow's start)],
+    in order (podman events: systemd forgets a stopped unit's timestamps at a daemon-reload)."""
+    shift = time.time() - time.monotonic()
+    events = b.host(f"podman events --stream=false --since {since} --filter event=start --filter event=died "
+                    "--format json")
+    out = {}
+    for line in events.splitlines():
+        if not line.strip().startswith("{"):
+            continue
+        e = json.loads(line)
+        labels = e.get("Attributes") or {}
+        who = (f"one-off for {labels['io.refit.migration']}" if "io.refit.migration" in labels
+               else labels.get("PODMAN_SYSTEMD_UNIT"))
+        if who:
+            ms = int((e["timeNano"] / 1e9 - shift - t_flow) * 1000)
+            out.setdefault(who.removesuffix(".service"), []).append((e["Status"], ms))
+    return out
+
+
+def _every_answers(out):
+    """When every service answered the new release, ms after the flow's start: the API and the
+    content app back (the probe), each worker's new container started (podman events)."""
+    worker_starts = [max((ms for ev, ms in out["timeline"].get(w, []) if ev == "start"), default=None)
+                     for w in WORKERS]
+    moments = [out["down"][n]["back_ms"] for n in ("pulp-api", "pulp-content")] + worker_starts
+    return None if None in moments else max(moments)
+
+
+def _own_restart():
+    """pulp-api's own restart alone, on the release it now runs, under the probe: stop, start,
+    until the API answers (at most 120 s)."""
+    api_url = _urls()[0]
+    probe = HttpProbe([("pulp-api", api_url + "/pulp/api/v3/status/")])
+    time.sleep(0.2)
+    t = time.monotonic()
+    b.host("systemctl stop pulp-api.service && systemctl start pulp-api.service")
+    _until("the API answering after its own restart", probe.up_now, 240, 0.5)
+    time.sleep(0.3)
+    return probe.stop(t)["pulp-api"]["down_ms"]
+
+
 def _play(*args):
     t0 = time.monotonic()
-    b.sh(["ansible-playbook", *args, "-e", "refit_hosts=th1"], timeout=1200)
+    b.sh(["ansible-playbook", *args, "-e", f"refit_hosts={b.HOST}", "-e", f"fm_hosts={b.HOST}"], timeout=1200)
     return time.monotonic() - t0
 
 
 def _cleanup():
-    b.sh(["ansible-playbook", os.path.join(b.PLAYBOOKS, "pulp_cleanup.yml"), "-e", f"refit_repo={b.REPO}"])
+    b.sh(["ansible-playbook", os.path.join(b.PLAYBOOKS, "pulp_cleanup.yml"), "-e", f"refit_repo={b.REPO}",
+          "-e", f"refit_hosts={b.HOST}"])
 
 
 def _flow(label, deploy_db, deploy, upgrade, migrations):
@@ -258,6 +302,8 @@ def _flow(label, deploy_db, deploy, upgrade, migrations):
                          60, 1)
     out["data"] = _check_data(api, content_url)
     out["migration"] = migrations(since)
+    out["timeline"] = _timeline(since, t_flow)
+    out["every_answers_ms"] = _every_answers(out)
     return out
 
 
@@ -275,8 +321,8 @@ def pulp_contrast():
     def refit(playbook, *args):
         return lambda: _play(playbook, "-e", f"@{deployment}", *args)
 
-    def oneshot(b_, since):
-        v = _show(b_, "pulp-migrate.service", ("ExecMainStartTimestampMonotonic", "ExecMainExitTimestampMonotonic"))
+    def oneshot(_since):
+        v = _show("pulp-migrate.service", ("ExecMainStartTimestampMonotonic", "ExecMainExitTimestampMonotonic"))
         return [(int(v["ExecMainExitTimestampMonotonic"]) - int(v["ExecMainStartTimestampMonotonic"])) // 1000]
 
     out = {}
@@ -285,6 +331,7 @@ def pulp_contrast():
                              refit("refit.containers.deploy"),
                              refit("refit.containers.upgrade", "-e", f"refit_stream={TO}"), _migration_runs)
         out["refit"]["backup"] = _backup()
+        out["refit"]["own_restart_ms"] = _own_restart()
         out["fm"] = _flow("the foremanctl way",
                           lambda: _play(os.path.join(fm, "pulp.yml"), "-e", "pulp_fm_app=false"),
                           lambda: _play(os.path.join(fm, "pulp.yml"), "-e", f"pulp_fm_stream={FROM}"),
@@ -313,6 +360,10 @@ def render_pulp(p):
             *[(f"{w}'s downtime (old container's exit to the new one's start)", down(r, w), down(f, w)) for w in WORKERS],
             ("pulp-api's migration: refit's one-off containers (check, then migrate), (a)'s one-shot",
              ", ".join(f"{m:,} ms" for m in r["migration"]) or "–", ", ".join(f"{m:,} ms" for m in f["migration"])),
+            ("every service answering the new release (the API and content app back, each worker's new "
+             "container started), after the flow's start", _ms(r["every_answers_ms"]), _ms(f["every_answers_ms"])),
+            ("pulp-api's own restart alone, after the upgrade (stop, start, until it answers)",
+             _ms(r["own_restart_ms"]), "–"),
             ("backup before the migration", f"{r['backup']['size_bytes'] / 1024:,.0f} KB in "
              f"{r['backup']['duration_ms']:,} ms", "none"),
             ("restarted", ", ".join(r["restarted"]), ", ".join(f["restarted"])),
@@ -334,4 +385,27 @@ def render_pulp(p):
     lines += ["", f"refit's upgrade took {r['wall_s']:.1f} s against {f['wall_s']:.1f} s "
               f"({f['wall_s'] / r['wall_s']:.2f} times as long the foremanctl way); pulp-api was down "
               f"{api_r / 1000:.1f} s against {api_f / 1000:.1f} s ({api_f / max(api_r, 1):.2f} times)."]
+    if r["every_answers_ms"] and f["every_answers_ms"] and r["migration"]:
+        own = r["migration"][-1] + r["own_restart_ms"]
+        lines[-1] += (f" Every service answered the new release {r['every_answers_ms'] / 1000:.1f} s after the flow's "
+                      f"start against {f['every_answers_ms'] / 1000:.1f} s "
+                      f"({r['every_answers_ms'] / f['every_answers_ms']:.2f} times as long). pulp-api's own migration "
+                      f"(its container's run in the upgrade) and own restart come to {own:,} ms; it was down "
+                      f"{api_r - own:+,} ms beyond them.")
+    lines += ["", "Where the time went: each container's exit (died) and start after the flow's start, in ms "
+              "(podman events; a one-off for pulp-api is refit's check or migration, the backup's is its "
+              "pg_dump), and when the probe first heard the API and the content app again.", "",
+              "| container | refit | (a) the foremanctl way |", "| --- | --- | --- |"]
+    whos = sorted(set(r["timeline"]) | set(f["timeline"]))
+    lines += [f"| {w} | {_events(r['timeline'].get(w))} | {_events(f['timeline'].get(w))} |" for w in whos]
+    lines += [f"| {n}: answers again (probe) | {_ms(r['down'][n]['back_ms'])} | {_ms(f['down'][n]['back_ms'])} |"
+              for n in ("pulp-api", "pulp-content")]
     return lines
+
+
+def _ms(x):
+    return "–" if x is None else f"{x:,} ms"
+
+
+def _events(evs):
+    return ", ".join(f"{ev} {ms:,}" for ev, ms in evs) if evs else "–"

@@ -208,8 +208,13 @@ pub fn forget_finished(
 }
 
 /// Takes one backup for the migration `source`, records it, lists it for the run's recovery
-/// and prunes its stream.
-pub fn take(b: &Backup, origin: &For, site: &Site) -> Result<Taken, BackupError> {
+/// (holding `listing` for that) and prunes its stream.
+pub fn take(
+    b: &Backup,
+    origin: &For,
+    site: &Site,
+    listing: &std::sync::Mutex<()>,
+) -> Result<Taken, BackupError> {
     let Site {
         state,
         record,
@@ -247,6 +252,11 @@ pub fn take(b: &Backup, origin: &For, site: &Site) -> Result<Taken, BackupError>
     taken.size_bytes = size_of(&dir);
     taken.duration_ms = t0.elapsed().as_millis() as u64;
     write_json(&dir.join(RECORD), &taken, 0o600)?;
+    // Backups of migrations running at once are listed one at a time: each reads, adds to and
+    // writes the one list.
+    let _listing = listing
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let list_file = list_path(state, record);
     let mut list: Vec<Listed> = read_json(&list_file)?.unwrap_or_default();
     list.push(Listed {

@@ -60,6 +60,12 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, MigrateE
     if p.restore {
         return restore(&p, inv, host, &state, t0);
     }
+    if !inv.check_mode {
+        // Before the run's first stop: a list of backups whose stop record is gone belongs to
+        // a run that finished, and must never be restored by this one.
+        let stop_record = crate::stop_services::record_path(&state, &p.stop_record)?;
+        backup::forget_finished(&state, &p.stop_record, &stop_record)?;
+    }
     let deps = together::dependencies(&list, &p, host)?;
     let books = pending::Books::default();
     // Independent migrations run at once, each with its own stop, migration and start; one

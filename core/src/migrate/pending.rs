@@ -9,7 +9,7 @@ use crate::podman::{Ended, Guard, OneOff, Prepared};
 use std::time::Duration;
 
 /// What migrations running at once share, taken one at a time: the run's stop record and its
-/// list of backups, both read, changed and written again.
+/// list of backups, both read, changed and written again (each write atomic).
 pub(super) type Books = std::sync::Mutex<()>;
 
 /// Where a migration's stop and backup are recorded.
@@ -62,13 +62,6 @@ fn migrate_prepared(
     } = *one;
     let stop_record = at.stop_record;
     let timeout = Duration::from_secs(p.timeout);
-    // Migrations running at once share the run's stop record and backup list: one at a time
-    // reads and writes them. Held until its services are stopped and backed up.
-    let books = at
-        .books
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    backup::forget_finished(state, &p.stop_record, stop_record)?;
     if p.stop_first {
         // Pending, so the service and what needs it stop before the schema changes under them.
         let how = crate::stop_services::StopOptions {
@@ -78,14 +71,24 @@ fn migrate_prepared(
             start: host.clock.now(),
             deadline: timeout,
         };
-        let stopped = crate::stop_services::stop_set(
-            &stop_host(host),
-            state,
-            stop_record,
-            std::slice::from_ref(&ready.oneoff.source),
-            &how,
-        )?;
-        ready.report.stopped = stopped.stopped;
+        // Migrations running at once share the run's stop record: one at a time reads, merges
+        // and writes it, before its own stop; the stops themselves then run at once, each
+        // recorded before it began (`together` keeps their sets apart).
+        let planned = {
+            let _books = at
+                .books
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            crate::stop_services::record_stop(
+                &stop_host(host),
+                state,
+                stop_record,
+                std::slice::from_ref(&ready.oneoff.source),
+                &how,
+            )?
+        };
+        crate::stop_services::stop_recorded_set(&stop_host(host), &planned, &how)?;
+        ready.report.stopped = planned.stopped;
     }
     // With its services stopped, nothing writes after the backup that a restore would lose.
     if let Some(b) = &m.backup {
@@ -100,10 +103,9 @@ fn migrate_prepared(
             record: &p.stop_record,
             timeout,
         };
-        let taken = backup::take(b, &origin, &site)?;
+        let taken = backup::take(b, &origin, &site, at.books)?;
         ready.report.backup = Some(Box::new(taken));
     }
-    drop(books);
     let migrating = crate::progress::step(format!("migrating {}", named_source(m)), Some(timeout));
     let ended = host.podman.run_prepared(container, timeout)?;
     drop(migrating);

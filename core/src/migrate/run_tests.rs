@@ -419,3 +419,25 @@ fn independent_migrations_run_at_once() {
     let stopped = &bed.recorded_stop()["active_before"];
     assert_eq!(stopped.as_array().map(Vec::len), Some(2), "{stopped}");
 }
+
+/// Issue 43: independent migrations stop their services at the same time, not one after the
+/// other: each records its stop first, one at a time, and then neither waits for the other's
+/// stop. The stops wait for each other (at most 2 s), and both must have been under way at once.
+#[test]
+fn independent_migrations_stop_at_the_same_time_and_both_are_recorded() {
+    let mut bed = Bed::new(0);
+    bed.sim.props.clear();
+    bed.sim.stops_meet.at = 2;
+    let (_, out) = both_at_once(&mut bed);
+    assert_eq!(out["ran"], json!(2), "{out}");
+    let most = bed
+        .sim
+        .stops_meet
+        .most
+        .load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(most, 2, "the stops ran one after the other: {out}");
+    let mut stopped: Vec<String> =
+        serde_json::from_value(bed.recorded_stop()["active_before"].clone()).expect("record");
+    stopped.sort();
+    assert_eq!(stopped, ["app.service", "web.service"], "{out}");
+}

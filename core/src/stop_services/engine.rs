@@ -42,11 +42,25 @@ pub fn stop_set(
     names: &[String],
     how: &StopOptions,
 ) -> Result<Stopped, StopError> {
-    let (check, start, deadline) = (how.check, how.start, how.deadline);
+    let planned = record_stop(host, state, record_path, names, how)?;
+    stop_recorded_set(host, &planned, how)?;
+    Ok(planned)
+}
+
+/// The first half of `stop_set`: what it would stop, merged into the stop record (outside
+/// check mode) before anything stops. Callers that stop several sets at once take this half one
+/// at a time, since it reads, changes and writes the one record, and then stop at once.
+pub fn record_stop(
+    host: &Host,
+    state: &StateDir,
+    record_path: &std::path::Path,
+    names: &[String],
+    how: &StopOptions,
+) -> Result<Stopped, StopError> {
     let set = super::expand::expand(host.systemd, names, how.dependents, how.missing_ok)?;
     let order = stop_order(&set);
     let (active, already_inactive) = split_by_activity(&order, &set);
-    if !check && !active.is_empty() {
+    if !how.check && !active.is_empty() {
         let mut rec = load_record(record_path)?.unwrap_or_default();
         for a in &active {
             if !rec.active_before.contains(a) {
@@ -56,15 +70,26 @@ pub fn stop_set(
         rec.recorded_at = crate::time::now_rfc3339();
         state.ensure_parent(record_path)?;
         save_record(record_path, &rec)?;
-        // While they still serve: the start that brings them back then needs no reset.
-        host.systemd.reset_failed(&active)?;
-        one_by_one(host, &active, Job::Stop, start, deadline)?;
     }
     Ok(Stopped {
         order,
         stopped: active,
         already_inactive,
     })
+}
+
+/// The second half of `stop_set`: stops what `record_stop` recorded, in its order.
+pub fn stop_recorded_set(
+    host: &Host,
+    planned: &Stopped,
+    how: &StopOptions,
+) -> Result<(), StopError> {
+    if !how.check && !planned.stopped.is_empty() {
+        // While they still serve: the start that brings them back then needs no reset.
+        host.systemd.reset_failed(&planned.stopped)?;
+        one_by_one(host, &planned.stopped, Job::Stop, how.start, how.deadline)?;
+    }
+    Ok(())
 }
 
 /// What a start of a set did, or in check mode would do.

@@ -19,7 +19,10 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-pub use engine::{StartLimit, Started, StopOptions, Stopped, start_set, stop_recorded, stop_set};
+pub use engine::{
+    StartLimit, Started, StopOptions, Stopped, record_stop, start_set, stop_recorded,
+    stop_recorded_set, stop_set,
+};
 use expand::check_missing;
 pub use order::{start_order, stop_order};
 

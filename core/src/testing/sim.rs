@@ -18,6 +18,7 @@ use std::time::Duration;
 
 mod bed;
 mod images;
+mod meet;
 pub use bed::Bed;
 pub use images::IMAGE_BYTES;
 
@@ -63,6 +64,8 @@ pub struct SimHost {
     pub calls: Arc<Mutex<Vec<String>>>,
     /// How many `show` calls systemd was asked.
     pub looks: std::sync::atomic::AtomicUsize,
+    /// Where stop jobs wait for each other, when a test sets it.
+    pub stops_meet: meet::Meet,
 }
 
 impl SimHost {
@@ -338,6 +341,7 @@ impl Systemd for SimHost {
                     s.sub = "stop-sigterm";
                 }
                 Job::Stop => {
+                    let _meeting = self.stops_meet.enter();
                     let mut services = self.services.lock().expect("services");
                     let s = services.entry(u.clone()).or_default();
                     s.active = "inactive";
