@@ -114,7 +114,7 @@ pub enum UnitError {
     #[error(transparent)]
     Reference(#[from] ReferenceError),
     #[error(transparent)]
-    VolumeRecreation(#[from] super::volume_change::NeedsRecreation),
+    VolumeRecreation(#[from] NeedsRecreation),
 }
 
 /// A unit the run refers to that cannot be followed (references.rs).
@@ -144,4 +144,16 @@ pub(super) fn render_error(e: RenderError) -> UnitError {
         RenderError::Parse(_) => UnitError::Render(e).within("content"),
         other => UnitError::Render(other),
     }
+}
+
+/// A `.volume` change podman applies only when it creates the volume, while the volume exists
+/// (container_unit/volume_change.rs judges it).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{unit} changes {option}=, which podman applies only when it creates a volume, and the volume {volume} exists; refit never removes a volume or its data. Keep {option}= as it was, or stop the containers that use it, save its data, remove it (podman volume rm {volume}) and run again; a new VolumeName= makes a new volume instead"
+)]
+pub struct NeedsRecreation {
+    pub unit: String,
+    pub option: String,
+    pub volume: String,
 }

@@ -7,6 +7,7 @@
 //! shape only the service; the options of how podman is called; and a new `VolumeName=`,
 //! which names another volume and leaves the old one as it is.
 
+use super::error::NeedsRecreation;
 use super::{Host, Target, UnitError};
 use crate::plan::Wanted;
 use crate::state::read_optional;
@@ -17,16 +18,6 @@ const SECTION: &str = "Volume";
 /// `[Volume]` options whose change podman applies without recreating the volume: they say how
 /// podman is called, not what the volume is.
 const NOT_THE_VOLUME: [&str; 2] = ["GlobalArgs", "ContainersConfModule"];
-
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "{unit} changes {option}=, which podman applies only when it creates a volume, and the volume {volume} exists; refit never removes a volume or its data. Keep {option}= as it was, or stop the containers that use it, save its data, remove it (podman volume rm {volume}) and run again; a new VolumeName= makes a new volume instead"
-)]
-pub struct NeedsRecreation {
-    pub unit: String,
-    pub option: String,
-    pub volume: String,
-}
 
 /// Refuses a run that would change an option of an existing volume podman cannot change in
 /// place. Reads the unit files on disk and asks podman whether the volume exists; changes
