@@ -87,8 +87,9 @@ def read_host_events(journal_path, podman_path):
 
     with open(journal_path, encoding="utf-8") as f:
         for line in f:
-            if line.strip():
-                entry = json.loads(line)
+            entry = json.loads(line) if line.strip() else {}
+            # A user manager's starts carry USER_UNIT instead: not the demo's services.
+            if "UNIT" in entry:
                 add("started", entry["UNIT"], int(entry["__REALTIME_TIMESTAMP"]) / 1e6)
     with open(podman_path, encoding="utf-8") as f:
         for line in f:
