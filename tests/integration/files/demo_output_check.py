@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Checks the demo's output (examples/demo/steps.sh) against the host's own record of events.
 
 usage: demo_output_check.py OUTPUT JOURNAL PODMAN
@@ -60,7 +59,7 @@ def read_output(path):
     phases, progress, run, current = [], [], "", None
     with open(path, encoding="utf-8") as f:
         for raw in f:
-            stamp, _, line = raw.rstrip("\n").partition(" ")
+            stamp, line = raw.rstrip("\n").split(" ", 1) if " " in raw else (raw.strip(), "")
             at, line = float(stamp), ANSI.sub("", line)
             if m := RUN_BEGIN.match(line):
                 run = m.group(1)
