@@ -141,7 +141,7 @@ impl ImageStore for PodmanApi {
             self.changing_images(|| wire::send(self.socket(), &req))?;
         match status {
             200..=299 | 404 => Ok(()),
-            _ => Err(failed("image untag", status, &body)),
+            _ => Err(wire::refused("image untag", status, &body)),
         }
     }
 
@@ -154,14 +154,7 @@ impl ImageStore for PodmanApi {
             200..=299 => Ok(true),
             // Gone already, or in use or named again since it was looked at.
             404 | 409 => Ok(false),
-            _ => Err(failed("image remove", status, &body)),
+            _ => Err(wire::refused("image remove", status, &body)),
         }
-    }
-}
-
-fn failed(call: &str, status: u16, body: &[u8]) -> PodmanError {
-    PodmanError::Api {
-        call: call.to_string(),
-        detail: format!("HTTP {status}: {}", String::from_utf8_lossy(body).trim()),
     }
 }

@@ -91,10 +91,7 @@ impl PodmanApi {
         match status {
             // 304: initialized already.
             200..=299 | 304 => Ok(()),
-            _ => Err(PodmanError::Api {
-                call: "container init".into(),
-                detail: format!("HTTP {status}: {}", String::from_utf8_lossy(&body).trim()),
-            }),
+            _ => Err(wire::refused("container init", status, &body)),
         }
     }
 

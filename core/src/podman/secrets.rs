@@ -112,10 +112,7 @@ pub fn remove(socket: &str, name: &str) -> Result<(), PodmanError> {
 }
 
 fn failed(call: &str, name: &str, status: u16, body: &[u8]) -> PodmanError {
-    PodmanError::Api {
-        call: format!("{call} {name}").trim_end().to_string(),
-        detail: format!("HTTP {status}: {}", String::from_utf8_lossy(body).trim()),
-    }
+    super::wire::refused(format!("{call} {name}").trim_end(), status, body)
 }
 
 /// One request to the libpod API, bounded by `TIMEOUT`.

@@ -24,10 +24,7 @@ pub fn remove(socket: &str, name: &str) -> Result<(), PodmanError> {
     let super::wire::Response { status, body } = super::wire::send(socket, &req)?;
     match status {
         200..=299 | 404 => Ok(()),
-        _ => Err(PodmanError::Api {
-            call,
-            detail: format!("HTTP {status}: {}", String::from_utf8_lossy(&body).trim()),
-        }),
+        _ => Err(super::wire::refused(call, status, &body)),
     }
 }
 
@@ -43,10 +40,7 @@ pub fn exists(socket: &str, name: &str) -> Result<bool, PodmanError> {
     match status {
         200..=299 => Ok(true),
         404 => Ok(false),
-        _ => Err(PodmanError::Api {
-            call,
-            detail: format!("HTTP {status}: {}", String::from_utf8_lossy(&body).trim()),
-        }),
+        _ => Err(super::wire::refused(call, status, &body)),
     }
 }
 

@@ -33,10 +33,7 @@ pub fn get_json<T: DeserializeOwned>(
             .map(Some)
             .map_err(|e| err(format!("podman's answer does not parse: {e}"))),
         404 => Ok(None),
-        _ => Err(err(format!(
-            "HTTP {status}: {}",
-            String::from_utf8_lossy(&body).trim()
-        ))),
+        _ => Err(refused(call, status, &body)),
     }
 }
 
@@ -74,6 +71,15 @@ impl<'a> Request<'a> {
 pub struct Response {
     pub status: u16,
     pub body: Vec<u8>,
+}
+
+/// A status podman answered that the call does not take, as the error naming the call and
+/// quoting podman's answer.
+pub fn refused(call: impl Into<String>, status: u16, body: &[u8]) -> PodmanError {
+    PodmanError::Api {
+        call: call.into(),
+        detail: format!("HTTP {status}: {}", String::from_utf8_lossy(body).trim()),
+    }
 }
 
 /// Sends `req` to the API at `socket`: the status and the de-chunked body, whatever the
