@@ -13,7 +13,7 @@ const PATIENCE: Duration = Duration::from_secs(2);
 pub struct Meet {
     /// How many stops to wait for; 0, no waiting.
     pub at: usize,
-    inside: Mutex<usize>,
+    inside: Mutex<Count>,
     arrived: Condvar,
     /// The most stops that were under way together.
     pub most: AtomicUsize,
@@ -26,16 +26,25 @@ impl Meet {
             return None;
         }
         let mut inside = self.inside.lock().expect("meet");
-        *inside += 1;
-        self.most.fetch_max(*inside, Ordering::SeqCst);
+        inside.now += 1;
+        inside.met |= inside.now >= self.at;
+        self.most.fetch_max(inside.now, Ordering::SeqCst);
         self.arrived.notify_all();
         let (inside, _) = self
             .arrived
-            .wait_timeout_while(inside, PATIENCE, |n| *n < self.at)
+            .wait_timeout_while(inside, PATIENCE, |count| !count.met)
             .expect("meet");
         drop(inside);
         Some(Inside(self))
     }
+}
+
+/// The stops under way, and whether `at` of them ever were: a stop that arrived first waits on
+/// the latter, since the others may have finished and left before it wakes.
+#[derive(Default)]
+struct Count {
+    now: usize,
+    met: bool,
 }
 
 /// A stop under way.
@@ -43,6 +52,6 @@ pub struct Inside<'a>(&'a Meet);
 
 impl Drop for Inside<'_> {
     fn drop(&mut self) {
-        *self.0.inside.lock().expect("meet") -= 1;
+        self.0.inside.lock().expect("meet").now -= 1;
     }
 }
