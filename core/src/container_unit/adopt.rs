@@ -82,11 +82,11 @@ pub fn take_over(t: &Target, obs: &mut Observation) {
 fn meaning(unit: &UnitFile) -> BTreeMap<(&str, &str), Vec<&str>> {
     let mut out: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
     for s in &unit.sections {
-        for (k, v) in &s.entries {
-            if !is_revision_label(&s.name, k, v) {
-                out.entry((s.name.as_str(), k.as_str()))
+        for e in &s.entries {
+            if !is_revision_label(&s.name, &e.key, &e.value) {
+                out.entry((s.name.as_str(), e.key.as_str()))
                     .or_default()
-                    .push(v.as_str());
+                    .push(e.value.as_str());
             }
         }
     }

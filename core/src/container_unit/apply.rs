@@ -1,7 +1,7 @@
 //! Changing the host: fetch images, carry out the plans in order, replace instances in
 //! health-gated batches, and roll back on failure.
 
-use super::failure::{Aftermath, ApplyError, Journal, RunFailed, TargetFailed};
+use super::failure::{Aftermath, ApplyError, Journal, RunFailed, TargetFailed, UnitNote};
 use super::jobs::{Jobs, record, write_unit};
 use super::observe::{Observation, RevisionImage};
 use super::report::Report;
@@ -99,19 +99,25 @@ impl Applier<'_> {
             });
         }
         // A target that failed beside the first was rolled back by its own failure.
-        let mut also_rolled_back: Vec<(String, String)> = failures
-            .map(|(i, f)| (work[i].target.name.file_name(), format!("failed too: {f}")))
+        let mut also_rolled_back: Vec<UnitNote> = failures
+            .map(|(i, f)| UnitNote {
+                unit: work[i].target.name.file_name(),
+                note: format!("failed too: {f}"),
+            })
             .collect();
         if self.settings.rollback {
             for &j in done.iter().rev() {
                 let w = &mut work[j];
                 let started: Vec<String> =
-                    w.plan.starts.iter().map(|(svc, _)| svc.clone()).collect();
+                    w.plan.starts.iter().map(|s| s.service.clone()).collect();
                 let Some(rollback) = self.rollback(&w.target, &w.observed, &started) else {
                     continue;
                 };
                 let note = rollback.noted(&mut w.report);
-                also_rolled_back.push((w.target.name.file_name(), note));
+                also_rolled_back.push(UnitNote {
+                    unit: w.target.name.file_name(),
+                    note,
+                });
             }
         }
         Err(RunFailed {
@@ -212,9 +218,13 @@ impl Applier<'_> {
         let lap = Instant::now();
         for batch in plan.starts.chunks(self.settings.max_parallel) {
             let mut begun = Vec::with_capacity(batch.len());
-            for (svc, job) in batch {
+            for start in batch {
+                let svc = &start.service;
                 replaced.push(svc.clone());
-                begun.push((svc.clone(), self.jobs().begin(svc, *job).map_err(step)?));
+                begun.push((
+                    svc.clone(),
+                    self.jobs().begin(svc, start.job).map_err(step)?,
+                ));
             }
             for (svc, previous) in begun {
                 let waited = self.jobs().wait(&svc, d, obs.image_id.clone(), previous);

@@ -74,9 +74,16 @@ pub struct TargetFailed {
 pub struct RunFailed {
     #[source]
     pub failed: Box<TargetFailed>,
-    pub also_rolled_back: Vec<(String, String)>,
+    pub also_rolled_back: Vec<UnitNote>,
     /// In a flow's recovery, which goes on past a failure: the later units that failed too.
     pub also_failed: Vec<String>,
+}
+
+/// A unit a failed run also rolled back, and the rollback's account of it.
+#[derive(Debug)]
+pub struct UnitNote {
+    pub unit: String,
+    pub note: String,
 }
 
 impl fmt::Display for RunFailed {
@@ -89,8 +96,8 @@ impl fmt::Display for RunFailed {
             return Ok(());
         }
         f.write_str("\nUnits this run had already changed are rolled back too:")?;
-        for (unit, note) in &self.also_rolled_back {
-            write!(f, "\n- {unit}: {note}")?;
+        for other in &self.also_rolled_back {
+            write!(f, "\n- {}: {}", other.unit, other.note)?;
         }
         Ok(())
     }

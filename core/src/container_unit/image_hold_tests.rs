@@ -66,7 +66,10 @@ fn a_rollback_behind_an_image_unit_holds_its_tag_until_a_pulled_run_converges() 
         )),
         "{hold}"
     );
-    assert_eq!(bed.sim.running("web.service").expect("runs").1, "img-a");
+    assert_eq!(
+        bed.sim.running("web.service").expect("runs").image_id,
+        "img-a"
+    );
 
     // A run that never asks the registry cannot tell the tag moved on: the hold stays, and
     // the hold is no part of any revision, so nothing restarts.
@@ -81,7 +84,10 @@ fn a_rollback_behind_an_image_unit_holds_its_tag_until_a_pulled_run_converges() 
     bed.sim.registry.insert(IMAGE.into(), "img-c".into());
     let fixed = bed.run_unit(stack("always")).out;
     assert_eq!(fixed["failed"], json!(false), "{fixed}");
-    assert_eq!(bed.sim.running("web.service").expect("runs").1, "img-c");
+    assert_eq!(
+        bed.sim.running("web.service").expect("runs").image_id,
+        "img-c"
+    );
     assert_eq!(hold_text(&bed), None, "the converged run lifted the hold");
     assert!(
         actions_of(&fixed, "web.container").contains(&json!("lift_image_hold")),
@@ -97,12 +103,18 @@ fn a_requested_rollback_behind_an_image_unit_holds_its_tag() {
     bed.sim.registry.insert(IMAGE.into(), "img-b".into());
     let updated = bed.run_unit(stack("always")).out;
     assert_eq!(updated["failed"], json!(false), "{updated}");
-    assert_eq!(bed.sim.running("web.service").expect("runs").1, "img-b");
+    assert_eq!(
+        bed.sim.running("web.service").expect("runs").image_id,
+        "img-b"
+    );
     let back = bed
         .run_unit(json!({"units": [{"name": "web.container"}], "state": "rolled_back"}))
         .out;
     assert_eq!(back["failed"], json!(false), "{back}");
-    assert_eq!(bed.sim.running("web.service").expect("runs").1, "img-a");
+    assert_eq!(
+        bed.sim.running("web.service").expect("runs").image_id,
+        "img-a"
+    );
     let hold = hold_text(&bed).expect("the rollback holds the tag");
     assert!(
         hold.contains(&format!("podman image tag img-a {IMAGE}")),

@@ -7,7 +7,7 @@ use super::error::ReferenceError;
 use super::{Target, UnitError};
 use crate::plan::Wanted;
 use crate::reference::ImageRef;
-use crate::unit::graph::{self, Node, image_of};
+use crate::unit::graph::{self, Node, RefRevision, image_of};
 use crate::unit::{Kind, UnitFile, UnitName};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -94,7 +94,12 @@ pub fn resolve(targets: &mut [Target], quadlet_dir: &Path) -> Result<(), UnitErr
         t.inputs.refs = node
             .refs
             .iter()
-            .filter_map(|r| Some((r.to.clone(), effective.get(&r.to)?.clone())))
+            .filter_map(|r| {
+                Some(RefRevision {
+                    unit: r.to.clone(),
+                    revision: effective.get(&r.to)?.clone(),
+                })
+            })
             .collect();
         for r in &node.refs {
             if let Ok(n) = UnitName::parse(&r.to) {

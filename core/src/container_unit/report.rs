@@ -63,7 +63,7 @@ impl Report {
             actions.extend(file);
             actions.extend(plan.stops.iter().map(|s| job("stop", s)));
         }
-        actions.extend(plan.starts.iter().map(|(s, j)| job(j.verb(), s)));
+        actions.extend(plan.starts.iter().map(|s| job(s.job.verb(), &s.service)));
         // Taking a unit over changes no file and no service, only what refit has recorded.
         let adopted = obs.takeover.adopted && !plan.changes();
         if adopted {

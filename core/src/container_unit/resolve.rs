@@ -4,7 +4,7 @@
 use super::UnitError;
 use super::desired::Desired;
 use super::observe::Observation;
-use super::target::{Target, TargetPlan};
+use super::target::{ServiceJob, Target, TargetPlan};
 use crate::plan::{Action, Observed, Reason, RunningContainer, Wanted, plan};
 use crate::systemd::Job;
 use crate::unit::dropins::revision_with;
@@ -133,8 +133,14 @@ pub fn plan_target(t: &Target, obs: &Observation) -> TargetPlan {
                     }
                 }
                 Action::Stop => out.stops.push(services[i].clone()),
-                Action::Start => out.starts.push((services[i].clone(), Job::Start)),
-                Action::Restart => out.starts.push((services[i].clone(), Job::Restart)),
+                Action::Start => out.starts.push(ServiceJob {
+                    service: services[i].clone(),
+                    job: Job::Start,
+                }),
+                Action::Restart => out.starts.push(ServiceJob {
+                    service: services[i].clone(),
+                    job: Job::Restart,
+                }),
             }
         }
         out.reasons.extend(p.reasons);
@@ -172,7 +178,7 @@ pub fn plan_target(t: &Target, obs: &Observation) -> TargetPlan {
     }
     if let Some(n) = t.canary {
         let keep = out.starts.split_off(n.min(out.starts.len()));
-        out.held = keep.into_iter().map(|(s, _)| s).collect();
+        out.held = keep.into_iter().map(|s| s.service).collect();
     }
     out.reasons.sort();
     out.reasons.dedup();

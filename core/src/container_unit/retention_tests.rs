@@ -133,7 +133,7 @@ fn rollback_to_goes_two_back_and_keeps_the_one_it_left() {
         .run_unit(json!({"name": "ret", "state": "rolled_back", "rollback_to": &two_back[..7]}))
         .out;
     assert_eq!(out["failed"], json!(false), "{out}");
-    let (_, image) = bed.sim.running("ret.service").expect("it runs");
+    let image = bed.sim.running("ret.service").expect("it runs").image_id;
     assert_eq!(image, "img-2", "{out}");
     let after: Vec<String> = history(&bed)
         .iter()
@@ -150,7 +150,10 @@ fn rollback_to_goes_two_back_and_keeps_the_one_it_left() {
         .run_unit(json!({"name": "ret", "state": "rolled_back", "rollback_to": four}))
         .out;
     assert_eq!(out["failed"], json!(false), "{out}");
-    assert_eq!(bed.sim.running("ret.service").expect("runs").1, "img-4");
+    assert_eq!(
+        bed.sim.running("ret.service").expect("runs").image_id,
+        "img-4"
+    );
 }
 
 #[test]
@@ -171,7 +174,10 @@ fn an_unknown_prefix_is_refused_naming_the_kept_ids_and_nothing_moves() {
     for e in &h {
         assert!(msg.contains(e["id"].as_str().unwrap_or("?")), "{msg}");
     }
-    assert_eq!(bed.sim.running("ret.service").expect("runs").1, "img-2");
+    assert_eq!(
+        bed.sim.running("ret.service").expect("runs").image_id,
+        "img-2"
+    );
 }
 
 #[test]
@@ -217,7 +223,10 @@ fn a_rollback_to_an_image_a_prune_took_says_so_and_history_shows_it() {
         out["msg"].as_str().unwrap_or_default().contains("img-1"),
         "{out}"
     );
-    assert_eq!(bed.sim.running("ret.service").expect("runs").1, "img-2");
+    assert_eq!(
+        bed.sim.running("ret.service").expect("runs").image_id,
+        "img-2"
+    );
 }
 
 #[test]
@@ -238,7 +247,7 @@ fn a_flow_pulls_with_present_and_its_start_prunes_with_the_roles_count() {
             )
             .out;
         assert_eq!(start["failed"], json!(false), "{start}");
-        assert_eq!(bed.sim.running("ret.service").expect("runs").1, id);
+        assert_eq!(bed.sim.running("ret.service").expect("runs").image_id, id);
     }
     assert_eq!(bed.sim.image_ids(), ids(&["img-0", "img-3", "img-4"]));
 }

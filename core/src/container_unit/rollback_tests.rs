@@ -3,7 +3,7 @@
 //! reported as done. Waits run on the fake clock, without sleeping.
 
 use crate::podman::Podman;
-use crate::testing::sim::Bed;
+use crate::testing::sim::{Bed, Running};
 use serde_json::{Value, json};
 
 const IMAGE: &str = "127.0.0.1:5000/rb:1";
@@ -38,7 +38,7 @@ impl Bed {
     fn with_a_running(&self) -> String {
         let out = self.run(json!({"env": {"V": "a"}, "state": "started"}));
         assert_eq!(out["failed"], json!(false), "{out}");
-        self.sim.running("rb.service").expect("A runs").0
+        self.sim.running("rb.service").expect("A runs").revision
     }
 }
 
@@ -56,7 +56,10 @@ fn assert_back_on_a(bed: &Bed, out: &Value, a: &str) {
     assert!(!msg.contains("unknown variant"), "{msg}");
     assert_eq!(
         bed.sim.running("rb.service"),
-        Some((a.to_string(), "img-a".to_string())),
+        Some(Running {
+            revision: a.to_string(),
+            image_id: "img-a".to_string()
+        }),
         "A's revision and image run again"
     );
     assert!(
@@ -99,7 +102,7 @@ fn a_restart_of_what_already_ran_that_fails_does_not_go_back_to_an_older_revisio
     bed.with_a_running();
     let converged = bed.run(json!({"env": {"V": "b"}, "state": "started"}));
     assert_eq!(converged["failed"], json!(false), "{converged}");
-    let b = bed.sim.running("rb.service").expect("B runs").0;
+    let b = bed.sim.running("rb.service").expect("B runs").revision;
     bed.sim.crash(&b);
     let out = bed.run(json!({"env": {"V": "b"}, "state": "restarted"}));
     assert_eq!(out["failed"], json!(true), "{out}");

@@ -55,6 +55,13 @@ impl Target {
     }
 }
 
+/// A start or restart of one service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceJob {
+    pub service: String,
+    pub job: Job,
+}
+
 /// What converges one target: file actions once, then jobs per service.
 #[derive(Debug, Clone, Default)]
 pub struct TargetPlan {
@@ -62,7 +69,7 @@ pub struct TargetPlan {
     /// Services to stop: listed ones when wanted stopped or absent, and unlisted instances.
     pub stops: Vec<String>,
     /// Services to start or restart, in instance order.
-    pub starts: Vec<(String, Job)>,
+    pub starts: Vec<ServiceJob>,
     /// Instances a `canary` run leaves on their revision.
     pub held: Vec<String>,
     /// Boot links of template instances to create and to remove.

@@ -64,7 +64,7 @@ fn changed_option(old: &UnitFile, new: &UnitFile) -> Option<String> {
     }
     let keys = |u: &UnitFile| -> Vec<String> {
         u.section(SECTION)
-            .map(|s| s.entries.iter().map(|(k, _)| k.clone()).collect())
+            .map(|s| s.entries.iter().map(|e| e.key.clone()).collect())
             .unwrap_or_default()
     };
     let mut all = keys(new);

@@ -149,7 +149,7 @@ impl Bed {
                     .expect("restart");
                 self.sim
                     .running(svc)
-                    .map(|(_, image)| image)
+                    .map(|r| r.image_id)
                     .unwrap_or_default()
             })
             .collect()
@@ -443,7 +443,7 @@ fn r35_a_same_tag_update_keeps_each_tag_on_the_old_image_until_its_install() {
     assert_eq!(out["failed"], json!(false), "{out}");
     assert_eq!(bed.tagged("db:1"), Some("d9".into()));
     assert_eq!(
-        bed.sim.running("db.service").map(|r| r.1),
+        bed.sim.running("db.service").map(|r| r.image_id),
         Some("d9".into())
     );
     assert_eq!(bed.boot(), ["d9", "a9"], "after the start: all new");

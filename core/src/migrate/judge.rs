@@ -112,15 +112,15 @@ pub(super) fn judge(one: &mut One, checked_pending: Option<&str>) -> Result<Judg
         return decided(report, true, msg);
     }
     // The unit's secrets reach the one-off container as env, read only now that it runs.
-    for (secret, var) in &oneoff.secrets {
-        let value = host
-            .podman
-            .secret_value(secret)?
-            .ok_or_else(|| MigrateError::SecretGone {
-                origin: oneoff.source.clone(),
-                secret: secret.clone(),
-            })?;
-        oneoff.spec.env.push(format!("{var}={value}"));
+    for env in &oneoff.secrets {
+        let value =
+            host.podman
+                .secret_value(&env.secret)?
+                .ok_or_else(|| MigrateError::SecretGone {
+                    origin: oneoff.source.clone(),
+                    secret: env.secret.clone(),
+                })?;
+        oneoff.spec.env.push(format!("{}={value}", env.variable));
         one.revealed.push(value);
     }
     let checked = m.check_command.is_some();

@@ -11,8 +11,15 @@ use std::collections::HashMap;
 pub struct Source {
     pub source: String,
     pub spec: OneOff,
-    /// The unit's env secrets: (podman secret, variable), read from podman just before a run.
-    pub secrets: Vec<(String, String)>,
+    /// The unit's env secrets, read from podman just before a run.
+    pub secrets: Vec<EnvSecret>,
+}
+
+/// A podman secret a unit hands its container as an environment variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvSecret {
+    pub secret: String,
+    pub variable: String,
 }
 
 /// `image`, when given, replaces the unit's `Image=`: the image the unit is about to run.
@@ -110,7 +117,7 @@ pub fn oneoff(
 
 /// `NAME,type=env,target=VAR` as (NAME, VAR); None for a secret mounted as a file, podman's
 /// default type. The variable defaults to the secret's name, as podman has it.
-fn env_secret(entry: &str) -> Option<(String, String)> {
+fn env_secret(entry: &str) -> Option<EnvSecret> {
     let mut parts = entry.split(',');
     let name = parts.next()?.trim().to_string();
     let mut is_env = false;
@@ -122,7 +129,10 @@ fn env_secret(entry: &str) -> Option<(String, String)> {
             _ => {}
         }
     }
-    is_env.then_some((name, target))
+    is_env.then_some(EnvSecret {
+        secret: name,
+        variable: target,
+    })
 }
 
 /// Quadlet names the podman volume of `data.volume` `systemd-data`.

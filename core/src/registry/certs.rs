@@ -55,7 +55,14 @@ pub struct HostTls {
     pub cas: Vec<Certificate<'static>>,
     pub client: Option<ClientCert>,
     /// The files of `client`, for an error about them.
-    pub client_files: Option<(PathBuf, PathBuf)>,
+    pub client_files: Option<ClientFiles>,
+}
+
+/// Where a client certificate and its key were read from.
+#[derive(Debug, Clone)]
+pub struct ClientFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 impl CertsD {
@@ -117,7 +124,7 @@ impl CertsD {
                 // that asks.
                 if tls.client.is_none() {
                     tls.client = Some(ClientCert::new_with_certs(&chain, private));
-                    tls.client_files = Some((path, key));
+                    tls.client_files = Some(ClientFiles { cert: path, key });
                 }
             } else if let Some(base) = name.strip_suffix(".key")
                 && !names.contains(&format!("{base}.cert"))
@@ -296,8 +303,8 @@ mod tests {
         let tls = d.for_host("r.example:5002").expect("parses");
         assert_eq!(tls.cas.len(), 3, "every certificate of every .crt");
         assert!(tls.client.is_some());
-        let (cert, key) = tls.client_files.expect("files");
-        assert!(cert.ends_with("client.cert") && key.ends_with("client.key"));
+        let files = tls.client_files.expect("files");
+        assert!(files.cert.ends_with("client.cert") && files.key.ends_with("client.key"));
         assert!(
             d.for_host("r.example").expect("none").cas.is_empty(),
             "the port is part of the name"

@@ -156,7 +156,7 @@ impl HttpRegistry {
     /// The digest of `tag` at one endpoint, with the TLS files of its registry.
     fn digest_at(&self, at: &Endpoint, tag: &str) -> Result<String, RegistryError> {
         let files = self.certs.for_host(&at.registry)?;
-        let Some((cert, key)) = &files.client_files else {
+        let Some(client) = &files.client_files else {
             return self.ask(at, tag, &files);
         };
         // ureq builds its TLS setup at the first connection and panics on a client key rustls
@@ -164,8 +164,8 @@ impl HttpRegistry {
         // bug, so it is reported as theirs.
         catch_unwind(AssertUnwindSafe(|| self.ask(at, tag, &files))).unwrap_or_else(|_| {
             Err(CertError::UnusablePair {
-                cert: cert.clone(),
-                key: key.clone(),
+                cert: client.cert.clone(),
+                key: client.key.clone(),
             }
             .into())
         })

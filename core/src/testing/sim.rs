@@ -68,6 +68,13 @@ pub struct SimHost {
     pub stops_meet: meet::Meet,
 }
 
+/// What a service's running container runs: its revision and image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Running {
+    pub revision: String,
+    pub image_id: String,
+}
+
 impl SimHost {
     pub fn new(quadlet_dir: PathBuf) -> Self {
         SimHost {
@@ -119,11 +126,13 @@ impl SimHost {
     }
 
     /// The revision and image the service's running container has, if it runs.
-    pub fn running(&self, service: &str) -> Option<(String, String)> {
+    pub fn running(&self, service: &str) -> Option<Running> {
         let services = self.services.lock().expect("services");
         let c = services.get(service)?.container.as_ref()?;
-        c.running()
-            .then(|| (c.revision.clone().unwrap_or_default(), c.image_id.clone()))
+        c.running().then(|| Running {
+            revision: c.revision.clone().unwrap_or_default(),
+            image_id: c.image_id.clone(),
+        })
     }
 
     pub fn active_state(&self, service: &str) -> String {

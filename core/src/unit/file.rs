@@ -85,7 +85,23 @@ pub struct UnitFile {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Section {
     pub name: String,
-    pub entries: Vec<(String, String)>,
+    pub entries: Vec<Entry>,
+}
+
+/// One `Key=Value` line of a section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub key: String,
+    pub value: String,
+}
+
+impl Entry {
+    pub fn new(key: impl Into<String>, value: impl Into<String>) -> Entry {
+        Entry {
+            key: key.into(),
+            value: value.into(),
+        }
+    }
 }
 
 impl UnitFile {
@@ -155,7 +171,7 @@ impl UnitFile {
         };
         self.sections[idx]
             .entries
-            .push((k.trim_end().to_string(), v.trim_start().to_string()));
+            .push(Entry::new(k.trim_end(), v.trim_start()));
         Ok(())
     }
 
@@ -188,8 +204,8 @@ impl UnitFile {
         self.section(section).into_iter().flat_map(move |s| {
             s.entries
                 .iter()
-                .filter(move |(k, _)| k == key)
-                .map(|(_, v)| v.as_str())
+                .filter(move |e| e.key == key)
+                .map(|e| e.value.as_str())
         })
     }
 
@@ -208,9 +224,9 @@ impl UnitFile {
                 out.push('\n');
             }
             let _ = writeln!(out, "[{}]", s.name);
-            for (k, v) in &s.entries {
-                if !skip(&s.name, k, v) {
-                    let _ = writeln!(out, "{k}={v}");
+            for e in &s.entries {
+                if !skip(&s.name, &e.key, &e.value) {
+                    let _ = writeln!(out, "{}={}", e.key, e.value);
                 }
             }
         }
@@ -271,7 +287,9 @@ mod tests {
         proptest::collection::vec(section, 0..4).prop_map(|sections| {
             let mut u = UnitFile::default();
             for (name, entries) in sections {
-                u.section_mut(name).entries.extend(entries);
+                u.section_mut(name)
+                    .entries
+                    .extend(entries.into_iter().map(|(k, v)| Entry::new(k, v)));
             }
             u
         })
@@ -285,7 +303,7 @@ mod tests {
             let representable = u
                 .sections
                 .iter()
-                .all(|s| s.entries.iter().all(|(_, v)| check_value(v).is_ok()));
+                .all(|s| s.entries.iter().all(|e| check_value(&e.value).is_ok()));
             let back = UnitFile::parse(&u.render());
             if representable {
                 prop_assert_eq!(back, Ok(u));
@@ -295,7 +313,7 @@ mod tests {
         #[test]
         fn a_refused_value_would_not_survive(k in key(), v in value()) {
             let mut u = UnitFile::default();
-            u.section_mut("Container").entries.push((k, v.clone()));
+            u.section_mut("Container").entries.push(Entry::new(k, v.clone()));
             let back = UnitFile::parse(&u.render());
             prop_assert_eq!(check_value(&v).is_ok(), back == Ok(u));
         }

@@ -1,7 +1,7 @@
 //! The unit-file grammar as quadlet reads it: named regressions for each way refit once read a
 //! unit differently from quadlet, and properties over generated unit text.
 
-use super::file::{ParseError, UnitFile, check_value};
+use super::file::{Entry, ParseError, UnitFile, check_value};
 use proptest::prelude::*;
 
 fn parse(text: &str) -> UnitFile {
@@ -83,7 +83,7 @@ fn headers_and_keys_are_read_as_quadlet_reads_them() {
     assert_eq!(u.sections[0].name, " Container ");
     // A key is whatever comes before the first `=`, spaces around it dropped.
     let u = parse("[Container]\nMy Key  =  v=w\n");
-    assert_eq!(u.sections[0].entries, [("My Key".into(), "v=w".into())]);
+    assert_eq!(u.sections[0].entries, [Entry::new("My Key", "v=w")]);
     assert!(matches!(
         UnitFile::parse("[A]\n=v\n"),
         Err(ParseError::Syntax(2, _))
@@ -137,7 +137,7 @@ proptest! {
         let text = format!("[Container]\n{}\n", lines.join("\n"));
         if let Ok(u) = UnitFile::parse(&text) {
             let writable = u.sections.iter().all(|s| {
-                s.entries.iter().all(|(_, v)| !v.ends_with('\\') && v.trim_end() == v)
+                s.entries.iter().all(|e| !e.value.ends_with('\\') && e.value.trim_end() == e.value)
             });
             if writable {
                 prop_assert_eq!(UnitFile::parse(&u.render()), Ok(u));

@@ -38,9 +38,15 @@ pub struct ExtraInput {
 /// units it refers to, and its extra inputs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Inputs {
-    /// (unit referred to, its effective revision).
-    pub refs: Vec<(String, String)>,
+    pub refs: Vec<RefRevision>,
     pub extra: Vec<ExtraInput>,
+}
+
+/// A unit referred to, and its effective revision: what a referring unit's revision covers of it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RefRevision {
+    pub unit: String,
+    pub revision: String,
 }
 
 impl Inputs {
@@ -57,8 +63,8 @@ impl Inputs {
         extra.sort();
         let mut h = Sha256::new();
         h.update(format!("own {own}\n").as_bytes());
-        for (to, rev) in &refs {
-            h.update(format!("ref {to} {rev}\n").as_bytes());
+        for r in &refs {
+            h.update(format!("ref {} {}\n", r.unit, r.revision).as_bytes());
         }
         for e in &extra {
             h.update(format!("extra {} {}\n", e.name, e.digest).as_bytes());
@@ -113,9 +119,9 @@ pub fn references(kind: Kind, unit: &UnitFile) -> Vec<Reference> {
         let k = Kind::from_ext(ext)?;
         kinds.contains(&k).then(|| v.to_string())
     };
-    for (key, raw) in unit.section(section).map_or(&[][..], |s| &s.entries) {
-        let v = unquote(raw);
-        let found = match key.as_str() {
+    for entry in unit.section(section).map_or(&[][..], |s| &s.entries) {
+        let v = unquote(&entry.value);
+        let found = match entry.key.as_str() {
             "Image" => named(v, &[Kind::Image, Kind::Build]),
             "Pod" => named(v, &[Kind::Pod]),
             // `app.network:ip=10.0.0.2` names `app.network`.
@@ -129,7 +135,7 @@ pub fn references(kind: Kind, unit: &UnitFile) -> Vec<Reference> {
             _ => None,
         };
         if let Some(to) = found {
-            add(key, &to);
+            add(&entry.key, &to);
         }
     }
     out
@@ -190,7 +196,10 @@ fn visit(
                 key: r.key.clone(),
             });
         };
-        refs.push((r.to.clone(), visit(&r.to, to, nodes, done, path)?));
+        refs.push(RefRevision {
+            unit: r.to.clone(),
+            revision: visit(&r.to, to, nodes, done, path)?,
+        });
     }
     path.pop();
     let inputs = Inputs {

@@ -13,7 +13,7 @@ pub mod revision;
 pub mod socket;
 pub mod words;
 
-pub use file::UnitFile;
+pub use file::{Entry, UnitFile};
 pub use kind::Kind;
 pub use name::UnitName;
 pub use render::{ContainerOptions, ImageSource, RenderedUnit, render, render_kind};

@@ -1,6 +1,6 @@
 //! From a module's structured options (or raw `content`) to the unit refit will write.
 
-use super::file::{ParseError, UnitFile, Unrepresentable, check_value};
+use super::file::{Entry, ParseError, UnitFile, Unrepresentable, check_value};
 use crate::reference::{ImageRef, RefError};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -150,8 +150,8 @@ pub fn render(
         one_line(&format!("depends_on[{i}]"), d)?;
         let svc = super::name::service_name(d);
         let s = unit.section_mut("Unit");
-        s.entries.push(("Wants".into(), svc.clone()));
-        s.entries.push(("After".into(), svc));
+        s.entries.push(Entry::new("Wants", svc.clone()));
+        s.entries.push(Entry::new("After", svc));
     }
     if let Some(socket) = &opts.socket {
         super::socket::SocketSpec::parse(socket)?.embed(&mut unit);
@@ -188,7 +188,7 @@ pub fn render(
 /// join the next line, or lose its end, once written.
 fn writable(unit: UnitFile) -> Result<UnitFile, RenderError> {
     for s in &unit.sections {
-        for (k, v) in &s.entries {
+        for Entry { key: k, value: v } in &s.entries {
             let why = if v.ends_with('\\') {
                 Unrepresentable::TrailingBackslash
             } else if v.trim_end() != v {
@@ -211,7 +211,7 @@ fn structured(o: &ContainerOptions, secret_name: SecretNamer<'_>) -> Result<Unit
     let c = u.section_mut("Container");
     let mut put = |k: &str, v: &str, param: &str| -> Result<(), RenderError> {
         one_line(param, v)?;
-        c.entries.push((k.to_string(), v.to_string()));
+        c.entries.push(Entry::new(k, v));
         Ok(())
     };
     put(
@@ -318,7 +318,7 @@ fn add_pairs(
             })?;
         let v = v.trim();
         one_line(&format!("{what}[{i}]"), v)?;
-        s.entries.push((k.trim().to_string(), v.to_string()));
+        s.entries.push(Entry::new(k.trim(), v));
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! The running container carries the revision as a label, so "which revision runs" is a
 //! fact read from podman, not a guess.
 
-use super::file::UnitFile;
+use super::file::{Entry, UnitFile};
 use sha2::{Digest, Sha256};
 
 /// The label key, on the container, that names the revision it was started from.
@@ -38,11 +38,12 @@ pub fn with_revision_label(unit: &UnitFile, revision: &str) -> UnitFile {
     let mut out = unit.clone();
     for s in &mut out.sections {
         let name = s.name.clone();
-        s.entries.retain(|(k, v)| !is_revision_label(&name, k, v));
+        s.entries
+            .retain(|e| !is_revision_label(&name, &e.key, &e.value));
     }
     out.section_mut("Container")
         .entries
-        .push(("Label".into(), format!("{REVISION_LABEL}={revision}")));
+        .push(Entry::new("Label", format!("{REVISION_LABEL}={revision}")));
     out
 }
 

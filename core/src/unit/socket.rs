@@ -6,7 +6,7 @@
 //! says which socket belongs to it: the socket is part of the revision, and a rollback or a
 //! checkpoint that restores the container text restores the socket with it.
 
-use super::file::{Section, UnitFile, check_value};
+use super::file::{Entry, Section, UnitFile, check_value};
 use serde_json::{Map, Value};
 
 /// The [Unit] key that carries one `[Socket]` entry of the unit's socket.
@@ -108,20 +108,20 @@ impl SocketSpec {
     }
 
     /// The `[Socket]` entries, in a fixed order.
-    fn entries(&self) -> Vec<(String, String)> {
-        let mut out: Vec<(String, String)> = self
+    fn entries(&self) -> Vec<Entry> {
+        let mut out: Vec<Entry> = self
             .listen
             .iter()
-            .map(|l| ("ListenStream".to_string(), l.clone()))
+            .map(|l| Entry::new("ListenStream", l.clone()))
             .collect();
         if let Some(b) = self.backlog {
-            out.push(("Backlog".into(), b.to_string()));
+            out.push(Entry::new("Backlog", b.to_string()));
         }
         if let Some(r) = self.reuse_port {
-            out.push(("ReusePort".into(), if r { "yes" } else { "no" }.into()));
+            out.push(Entry::new("ReusePort", if r { "yes" } else { "no" }));
         }
         if let Some(m) = &self.socket_mode {
-            out.push(("SocketMode".into(), m.clone()));
+            out.push(Entry::new("SocketMode", m.clone()));
         }
         out
     }
@@ -129,8 +129,9 @@ impl SocketSpec {
     /// Writes the socket into the container unit's [Unit] section.
     pub fn embed(&self, unit: &mut UnitFile) {
         let s = unit.section_mut("Unit");
-        for (k, v) in self.entries() {
-            s.entries.push((EMBED_KEY.into(), format!("{k}={v}")));
+        for e in self.entries() {
+            s.entries
+                .push(Entry::new(EMBED_KEY, format!("{}={}", e.key, e.value)));
         }
     }
 }
@@ -146,8 +147,8 @@ pub fn pull_in(unit: &mut UnitFile, stem: &str) {
     let socket = format!("{stem}.socket");
     let s = unit.section_mut("Unit");
     for key in ["Wants", "After"] {
-        if !s.entries.iter().any(|(k, v)| k == key && v == &socket) {
-            s.entries.push((key.into(), socket.clone()));
+        if !s.entries.iter().any(|e| e.key == key && e.value == socket) {
+            s.entries.push(Entry::new(key, socket.clone()));
         }
     }
 }
@@ -192,15 +193,15 @@ fn is_listen_address(l: &str) -> bool {
 /// The socket unit a container unit carries, if it carries one: its whole text, as written to
 /// `NAME.socket`.
 pub fn socket_unit(container: &UnitFile, service: &str) -> Option<UnitFile> {
-    let entries: Vec<(String, String)> = container
+    let entries: Vec<Entry> = container
         .values("Unit", EMBED_KEY)
         .filter_map(|v| v.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .map(|(k, v)| Entry::new(k, v))
         .collect();
     if entries.is_empty() {
         return None;
     }
-    let section = |name: &str, entries: Vec<(String, String)>| Section {
+    let section = |name: &str, entries: Vec<Entry>| Section {
         name: name.into(),
         entries,
     };
@@ -208,17 +209,14 @@ pub fn socket_unit(container: &UnitFile, service: &str) -> Option<UnitFile> {
         sections: vec![
             section(
                 "Unit",
-                vec![(
-                    "Description".into(),
+                vec![Entry::new(
+                    "Description",
                     format!("Listening sockets of {service}, {WRITTEN_BY_REFIT}"),
                 )],
             ),
             section("Socket", entries),
             // Enabled for boot through sockets.target, as systemd's own sockets are.
-            section(
-                "Install",
-                vec![("WantedBy".into(), "sockets.target".into())],
-            ),
+            section("Install", vec![Entry::new("WantedBy", "sockets.target")]),
         ],
     })
 }

@@ -39,7 +39,7 @@ impl Bed {
 
     /// The revision the service's running container has.
     pub fn revision(&self, service: &str) -> String {
-        self.sim.running(service).expect("it runs").0
+        self.sim.running(service).expect("it runs").revision
     }
 }
 
