@@ -12,7 +12,6 @@ use crate::registry::{Location, Registry, RegistryError};
 use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
 use crate::time::Clock;
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -131,11 +130,8 @@ pub struct FakePodman {
     pub oneoff_says: HashMap<String, String>,
     /// podman secrets: name to (unit, value).
     pub secrets: Mutex<std::collections::BTreeMap<String, (String, String)>>,
-    /// Each one-off container runs this long in real time, so a test sees which ran at once.
-    pub oneoff_pause: Duration,
-    /// One-off containers running now, and the most that ever ran at once.
-    pub oneoffs_running: std::sync::atomic::AtomicUsize,
-    pub oneoffs_most: std::sync::atomic::AtomicUsize,
+    /// Where one-off containers wait for each other, so a test sees which ran at once.
+    pub oneoffs_meet: sim::meet::Meet,
 }
 
 impl Podman for FakePodman {
@@ -193,10 +189,7 @@ impl Podman for FakePodman {
         let spec = self.held_spec(prepared)?;
         self.note_oneoff("run", &spec);
         self.oneoffs.lock().expect("oneoffs").push(spec);
-        let now = self.oneoffs_running.fetch_add(1, Ordering::SeqCst) + 1;
-        self.oneoffs_most.fetch_max(now, Ordering::SeqCst);
-        std::thread::sleep(self.oneoff_pause);
-        self.oneoffs_running.fetch_sub(1, Ordering::SeqCst);
+        drop(self.oneoffs_meet.enter());
         if self.oneoff_times_out {
             return Ok(Ended::TimedOut);
         }

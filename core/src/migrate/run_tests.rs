@@ -377,10 +377,10 @@ fn a_stop_that_fails_after_the_create_still_removes_the_container() {
     );
 }
 
-/// Migrations of app and web in one call, each container running 50 ms; the most that ran at
-/// once, and the result.
+/// Migrations of app and web in one call, each container waiting (2 s at most) for the other to
+/// run beside it; the most that ran at once, and the result.
 fn both_at_once(bed: &mut Bed) -> (usize, Value) {
-    bed.podman.oneoff_pause = std::time::Duration::from_millis(50);
+    bed.podman.oneoffs_meet.at = 2;
     let args = json!({
         "migrations": [{"unit": "app", "command": ["migrate"]}, {"unit": "web", "command": ["migrate"]}],
         "stop_first": true, "start_after": true,
@@ -389,7 +389,8 @@ fn both_at_once(bed: &mut Bed) -> (usize, Value) {
     let out = respond_on(&SPEC, bed.dir.path(), &args, &bed.sim, &bed.podman, run).out;
     let most = bed
         .podman
-        .oneoffs_most
+        .oneoffs_meet
+        .most
         .load(std::sync::atomic::Ordering::SeqCst);
     (most, out)
 }

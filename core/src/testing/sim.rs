@@ -18,7 +18,7 @@ use std::time::Duration;
 
 mod bed;
 mod images;
-mod meet;
+pub mod meet;
 pub use bed::Bed;
 pub use images::IMAGE_BYTES;
 

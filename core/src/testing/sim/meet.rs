@@ -1,26 +1,26 @@
-//! A meeting point for stop jobs: each waits (a bounded, real time) until `at` of them are under
-//! way together, so a test sees whether stops of separate sets can run at once. Unset, a stop
-//! waits for nothing.
+//! A meeting point for stop jobs or one-off containers: each waits (a bounded, real time) until
+//! `at` of them are under way together, so a test sees whether they can run at once, however
+//! slowly the machine schedules its threads. Unset, nothing waits.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-/// How long a stop waits for the others at most: the test then goes on, and `most` tells.
+/// How long one waits for the others at most: the test then goes on, and `most` tells.
 const PATIENCE: Duration = Duration::from_secs(2);
 
 #[derive(Default)]
 pub struct Meet {
-    /// How many stops to wait for; 0, no waiting.
+    /// How many to wait for; 0, no waiting.
     pub at: usize,
     inside: Mutex<Count>,
     arrived: Condvar,
-    /// The most stops that were under way together.
+    /// The most that were under way together.
     pub most: AtomicUsize,
 }
 
 impl Meet {
-    /// One stop under way until the returned guard drops: waits until `at` are, or `PATIENCE`.
+    /// One under way until the returned guard drops: waits until `at` are, or `PATIENCE`.
     pub fn enter(&self) -> Option<Inside<'_>> {
         if self.at == 0 {
             return None;
@@ -39,7 +39,7 @@ impl Meet {
     }
 }
 
-/// The stops under way, and whether `at` of them ever were: a stop that arrived first waits on
+/// How many are under way, and whether `at` of them ever were: one that arrived first waits on
 /// the latter, since the others may have finished and left before it wakes.
 #[derive(Default)]
 struct Count {
@@ -47,7 +47,7 @@ struct Count {
     met: bool,
 }
 
-/// A stop under way.
+/// One under way.
 pub struct Inside<'a>(&'a Meet);
 
 impl Drop for Inside<'_> {
