@@ -76,9 +76,9 @@ pub fn inputs(command: &Command, params: &Parameters) -> Result<(), CtlError> {
 /// from another dir reads the same files; a comma list of hosts is not a path.
 pub fn absolute_flags(flags: &Common) -> Result<Common, CtlError> {
     let abs = |p: &Path| {
-        std::path::absolute(p).map_err(|e| CtlError::StateDir {
+        std::path::absolute(p).map_err(|source| CtlError::NotAbsolute {
             path: p.to_path_buf(),
-            detail: format!("cannot make the path absolute: {e}"),
+            source,
         })
     };
     let mut out = flags.clone();
@@ -110,7 +110,7 @@ pub fn make_state_dir(dir: &Path) -> Result<(), CtlError> {
         .create(dir)
         .map_err(|e| CtlError::StateDir {
             path: dir.to_path_buf(),
-            detail: e.to_string(),
+            source: e,
         })
 }
 
@@ -132,11 +132,9 @@ fn owned_alone(p: &Path) -> Result<(), CtlError> {
     } else {
         return Ok(());
     };
-    Err(CtlError::StateDir {
+    Err(CtlError::UntrustedStateDir {
         path: p.to_path_buf(),
-        detail: format!(
-            "{detail}; refitctl trusts what it remembers there only when it is yours alone"
-        ),
+        why: detail,
     })
 }
 

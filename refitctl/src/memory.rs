@@ -31,7 +31,7 @@ impl Parameters {
     pub fn save(&self, state_dir: &Path) -> Result<(), CtlError> {
         std::fs::create_dir_all(state_dir).map_err(|e| CtlError::StateDir {
             path: state_dir.to_path_buf(),
-            detail: e.to_string(),
+            source: e,
         })?;
         Ok(write_json(&state_dir.join(FILE), self, 0o600)?)
     }
@@ -92,7 +92,7 @@ mod tests {
     fn flags_override_what_was_remembered() -> Result<(), CtlError> {
         let dir = tempfile::tempdir().map_err(|e| CtlError::StateDir {
             path: PathBuf::from("tempdir"),
-            detail: e.to_string(),
+            source: e,
         })?;
         let remembered = Parameters {
             inventory: Some("hosts.ini".into()),

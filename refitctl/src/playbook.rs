@@ -53,7 +53,7 @@ impl Invocation<'_> {
             .tempfile_in(self.state_dir)
             .map_err(|e| CtlError::StateDir {
                 path: self.state_dir.to_path_buf(),
-                detail: e.to_string(),
+                source: e,
             })?;
 
         let mut cmd = Command::new(ansible_playbook());
@@ -101,10 +101,8 @@ impl Invocation<'_> {
                 .collect::<Vec<_>>()
                 .join(" ")
         ));
-        let armed = Armed::new().map_err(|e| CtlError::Signals(e.to_string()))?;
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| CtlError::NoAnsible(e.to_string()))?;
+        let armed = Armed::new().map_err(CtlError::Signals)?;
+        let mut child = cmd.spawn().map_err(CtlError::NoAnsible)?;
         let forwarder = armed.forward_to(child.id());
         let follower = self
             .follow_events
@@ -120,7 +118,7 @@ impl Invocation<'_> {
         if let Some(f) = follower {
             f.finish();
         }
-        let status = status.map_err(|e| CtlError::NoAnsible(e.to_string()))?;
+        let status = status.map_err(CtlError::NoAnsible)?;
         let stdout = out.map(join).unwrap_or_default();
         let stderr = err.map(join).unwrap_or_default();
         self.log.write(&stderr);
@@ -209,7 +207,7 @@ impl Invocation<'_> {
         let ns = root.join("ansible_collections/refit");
         std::fs::create_dir_all(&ns).map_err(|e| CtlError::StateDir {
             path: ns.clone(),
-            detail: e.to_string(),
+            source: e,
         })?;
         let link = ns.join("containers");
         if std::fs::read_link(&link).ok().as_deref() != Some(repo.as_path()) {
@@ -219,7 +217,7 @@ impl Invocation<'_> {
                 .and_then(|()| std::fs::rename(&tmp, &link))
                 .map_err(|e| CtlError::StateDir {
                     path: link.clone(),
-                    detail: e.to_string(),
+                    source: e,
                 })?;
         }
         let rest = std::env::var("ANSIBLE_COLLECTIONS_PATH")

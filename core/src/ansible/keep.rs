@@ -22,13 +22,27 @@ pub enum KeepError {
     Digest(String),
     #[error("{0} is not a directory of root's alone; not kept there")]
     Dir(PathBuf),
-    #[error("cannot keep a copy: {0}")]
-    Io(String),
+    #[error("cannot keep a copy of this module at {path} ({source}); the call runs the usual way")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Write(#[from] crate::state::StateError),
+}
+
+/// An I/O error about `path`, kept as the cause.
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> KeepError + '_ {
+    move |source| KeepError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// Keeps the running binary as `dir/name` unless it is there already; `Ok(true)` when written.
 pub fn keep_self(module: &str, name: &str, dir: &Path) -> Result<bool, KeepError> {
-    let exe = std::env::current_exe().map_err(|e| KeepError::Io(e.to_string()))?;
+    let exe = std::env::current_exe().map_err(io(Path::new("/proc/self/exe")))?;
     keep(&exe, module, name, dir)
 }
 
@@ -43,7 +57,7 @@ fn keep(exe: &Path, module: &str, name: &str, dir: &Path) -> Result<bool, KeepEr
                     .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
         })
         .ok_or_else(|| KeepError::Name(name.to_string()))?;
-    let bytes = std::fs::read(exe).map_err(|e| KeepError::Io(e.to_string()))?;
+    let bytes = std::fs::read(exe).map_err(io(exe))?;
     let ours = format!("{:x}", Sha256::digest(&bytes));
     if ours != digest {
         return Err(KeepError::Digest(name.to_string()));
@@ -56,9 +70,9 @@ fn keep(exe: &Path, module: &str, name: &str, dir: &Path) -> Result<bool, KeepEr
     // Something else under the name (a symlink, another's file, other bytes): the action
     // refused to run it, and a fresh copy replaces it, never written through it.
     if path.symlink_metadata().is_ok() {
-        std::fs::remove_file(&path).map_err(|e| KeepError::Io(e.to_string()))?;
+        std::fs::remove_file(&path).map_err(io(&path))?;
     }
-    atomic_write(&path, &bytes, 0o700).map_err(|e| KeepError::Io(e.to_string()))?;
+    atomic_write(&path, &bytes, 0o700)?;
     Ok(true)
 }
 
@@ -81,10 +95,8 @@ fn own_dir(dir: &Path) -> Result<(), KeepError> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| KeepError::Io(e.to_string()))?;
-    let m = dir
-        .symlink_metadata()
-        .map_err(|e| KeepError::Io(e.to_string()))?;
+        .map_err(io(dir))?;
+    let m = dir.symlink_metadata().map_err(io(dir))?;
     let writable_by_others = m.permissions().mode() & 0o022 != 0;
     if !m.is_dir() || writable_by_others || m.uid() != rustix::process::geteuid().as_raw() {
         return Err(KeepError::Dir(dir.to_path_buf()));

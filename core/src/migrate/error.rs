@@ -71,8 +71,18 @@ pub enum SourceError {
     Name(#[from] crate::unit::name::NameError),
     #[error("no unit file {0}; deploy the service first, or give `image` instead of `unit`")]
     NoUnit(PathBuf),
-    #[error("cannot read {path}: {detail}")]
-    Read { path: PathBuf, detail: String },
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: crate::state::StateError,
+    },
+    #[error("{path} is not a unit quadlet reads ({source}); fix the unit")]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: crate::unit::file::ParseError,
+    },
     #[error(
         "{0} names no image (Image= in [Container], or ImageTag=/Image= in the .image or .build unit it names); fix the unit"
     )]

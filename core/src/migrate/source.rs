@@ -41,16 +41,11 @@ pub fn oneoff(
                 match staged.map_or_else(|| crate::state::read_optional(&path), |t| Ok(Some(t))) {
                     Ok(Some(t)) => t,
                     Ok(None) => return Err(SourceError::NoUnit(path)),
-                    Err(e) => {
-                        return Err(SourceError::Read {
-                            path,
-                            detail: e.to_string(),
-                        });
-                    }
+                    Err(source) => return Err(SourceError::Read { path, source }),
                 };
-            let u = UnitFile::parse(&text).map_err(|e| SourceError::Read {
+            let u = UnitFile::parse(&text).map_err(|source| SourceError::Parse {
                 path: path.clone(),
-                detail: e.to_string(),
+                source,
             })?;
             for entry in u.values("Container", "Secret") {
                 secrets.push(env_secret(entry).ok_or_else(|| SourceError::MountedSecret {

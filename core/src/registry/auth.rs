@@ -28,9 +28,14 @@ pub enum AuthError {
     )]
     BadPath(String),
     #[error(
-        "auth_file {path}: {detail}; give the path of an auth file on the target host, as `podman login --authfile {path} REGISTRY` writes it"
+        "auth_file {path}: {source}; give the path of an auth file on the target host, as `podman login --authfile {path} REGISTRY` writes it"
     )]
-    Unreadable { path: PathBuf, detail: String },
+    Unreadable {
+        path: PathBuf,
+        /// Shared: RegistryError, which carries this error, is Clone.
+        #[source]
+        source: std::sync::Arc<std::io::Error>,
+    },
     #[error(
         "auth_file {path} is not an auth.json file: {detail}; write it with `podman login --authfile {path} REGISTRY`"
     )]
@@ -56,9 +61,9 @@ impl Credentials {
             if shown.contains(['\n', '\r', '\0']) {
                 return Err(AuthError::BadPath(shown.into_owned()));
             }
-            let text = std::fs::read_to_string(path).map_err(|e| AuthError::Unreadable {
+            let text = std::fs::read_to_string(path).map_err(|source| AuthError::Unreadable {
                 path: path.to_path_buf(),
-                detail: e.to_string(),
+                source: source.into(),
             })?;
             let logins = parse(&text).map_err(|detail| AuthError::Malformed {
                 path: path.to_path_buf(),

@@ -14,9 +14,14 @@ use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, parse_pem};
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum CertError {
     #[error(
-        "could not read {path}: {detail}; podman reads a registry's TLS files there: make it readable by root, or remove it"
+        "could not read {path}: {source}; podman reads a registry's TLS files there: make it readable by root, or remove it"
     )]
-    Unreadable { path: PathBuf, detail: String },
+    Unreadable {
+        path: PathBuf,
+        /// Shared: RegistryError, which carries this error, is Clone.
+        #[source]
+        source: std::sync::Arc<std::io::Error>,
+    },
     #[error(
         "{path} is not a PEM certificate ({detail}); podman takes each *.crt there as a CA certificate: replace it with the CA's certificate in PEM (`openssl x509 -inform der -in CA.der -out {path}` converts a DER one), or remove it"
     )]
@@ -88,9 +93,9 @@ impl CertsD {
     /// The TLS files for `host`; none when no directory for it exists.
     pub fn for_host(&self, host: &str) -> Result<HostTls, CertError> {
         let dir = self.dir(host);
-        let unreadable = |path: &Path, e: std::io::Error| CertError::Unreadable {
+        let unreadable = |path: &Path, source: std::io::Error| CertError::Unreadable {
             path: path.to_path_buf(),
-            detail: e.to_string(),
+            source: source.into(),
         };
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
