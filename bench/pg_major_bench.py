@@ -22,6 +22,7 @@ import os
 import socket
 import statistics
 import struct
+import sys
 import time
 
 import benchlib as b
@@ -166,18 +167,20 @@ def pg_major_contrast(reps):
             rows = mb * 1024 * 1024 // ROW_BYTES
             _psql("CREATE TABLE bench_fill AS SELECT g AS id, md5(g::text) || repeat('x', 150) AS pad "
                   f"FROM generate_series(1, {rows}) g; CREATE INDEX ON bench_fill (id)")
-            size = {"db_mb": int(_psql("SELECT pg_database_size('pulp') / 1048576")), "rows": rows}
-            for name, args in METHODS:
-                runs = []
-                for i in range(reps):
-                    # The first run of the first way starts from the fill, on refit's 15.
+            size = {"db_mb": int(_psql("SELECT pg_database_size('pulp') / 1048576")), "rows": rows,
+                    "host": b.HOST}
+            # Round by round, each way once a round: runs cut short by a deadline still hold
+            # every way, with as many runs each.
+            for i in range(reps):
+                for name, args in METHODS:
+                    # The foremanctl way works on a copy of the fill; refit's ways on refit's 15.
                     if args is None:
                         _fm_on_15()
-                    elif i or name != METHODS[0][0]:
+                    else:
                         _refit_on_15()
                     b.log(f"scenario 8: {mb} MB, {name}, run {i + 1} of {reps}")
-                    runs.append(_one(args, rows))
-                    out[f"{mb}/{name}"] = {**size, "method": name, "runs": runs}
+                    record = out.setdefault(f"{mb}/{name}", {**size, "method": name, "runs": []})
+                    record["runs"].append(_one(args, rows))
                     # What was measured so far, kept should a later run fail.
                     with open(os.path.join(b.RUN, f"pgmajor-partial-{b.HOST}.json"), "w") as f:
                         json.dump(out, f, indent=1)
@@ -189,7 +192,11 @@ def pg_major_contrast(reps):
 def render_pg_major(r):
     """The markdown section of scenario 8."""
     med = statistics.median
-    reps = max(len(x["runs"]) for x in r.values())
+    counts = sorted({len(x["runs"]) for x in r.values()})
+    reps = str(counts[0]) if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
+    hosts = sorted({x.get("host", b.HOST) for x in r.values()})
+    beside = (f" The sizes ran at the same time, each on its own test host of one bed ({', '.join(hosts)})."
+              if len(hosts) > 1 else "")
     loads = [v for x in r.values() for y in x["runs"] for v in y["load"]]
     s = lambda ms: f"{ms / 1000:.1f}"  # noqa: E731
     lines = ["", f"## 8. PostgreSQL 15 to 17 inside a stream upgrade (issue 40), median of {reps} runs", "",
@@ -203,7 +210,7 @@ def render_pg_major(r):
              "filler table. The volume's peak is sampled every second during the run; refit's old volume stays as "
              "it was (keep: 1), the foremanctl way keeps none. Each run starts from the same old cluster. Runs in "
              f"brackets. The machine's load average (1 min) as the runs began and ended: {min(loads):.1f} to "
-             f"{max(loads):.1f}, on {os.cpu_count()} cores, shared with other work.", "",
+             f"{max(loads):.1f}, on {os.cpu_count()} cores, shared with other work.{beside}", "",
              "| database | way | database downtime | pulp-api downtime | until both answer | wall time of the "
              "playbook | volume: peak, after | old cluster kept |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -216,3 +223,30 @@ def render_pg_major(r):
                      f"{med(y['peak_kb'] for y in runs) / 1024:.0f} MB, {med(y['new_kb'] for y in runs) / 1024:.0f} MB | "
                      f"{med(y['old_kb'] for y in runs) / 1024:.0f} MB |")
     return lines
+
+
+def splice(results_md, section):
+    """RESULTS.md's text with its section 8 replaced by `section` (lines), the rest kept."""
+    lines = results_md.split("\n")
+    start = next(i for i, line in enumerate(lines) if line.startswith("## 8. "))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    # The section's own lines begin with the blank line before its heading.
+    return "\n".join(lines[:start - 1] + section + [""] + lines[end:])
+
+
+def main():
+    """usage: pg_major_bench.py RESULTS.md PARTIAL.json...: section 8 of RESULTS.md replaced by one
+    rendered from the records of runs on several hosts (bench/pg_major.sh), each size once."""
+    out, parts = sys.argv[1], sys.argv[2:]
+    r = {}
+    for part in parts:
+        with open(part) as f:
+            r.update(json.load(f))
+    with open(out) as f:
+        text = f.read()
+    with open(out, "w") as f:
+        f.write(splice(text, render_pg_major(r)))
+
+
+if __name__ == "__main__":
+    main()
