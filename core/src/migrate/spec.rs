@@ -93,7 +93,7 @@ const RUN_OPTIONS: [OptionSpec; RUN] = [
     OptionSpec::new(
         "wait_serving",
         Kind::Bool,
-        "With O(start_after), wait for each service started again to serve (active, and healthy where it has a health check, for O(min_healthy_time)) before the call goes on.\nWith V(false), only a service a later migration of the call is ordered after is waited for; the others are started and the call returns, their names in RV(migrations[].started), for the caller to confirm (O(refit.containers.container_unit#module:confirm)). The flows set it to V(false), so that their start phase restarts the other units while a migrated service warms up.",
+        "With O(start_after), wait for each service started again to serve (active, and healthy where it has a health check, for O(min_healthy_time)) before the call goes on.\nWith V(false), only a service a later migration of the call is ordered after is waited for; the others are started and the call returns, their names in RV(started) (each entry of RV(migrations) has its own), for the caller to confirm (O(refit.containers.container_unit#module:confirm)). The flows set it to V(false), so that their start phase restarts the other units while a migrated service warms up.",
     )
     .default(Default::Bool(true)),
     OptionSpec::new(
