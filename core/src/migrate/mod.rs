@@ -67,15 +67,17 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, MigrateE
         backup::forget_finished(&state, &p.stop_record, &stop_record)?;
     }
     let deps = together::dependencies(&list, &p, host)?;
+    let waited_for = together::waited_for(&deps);
     let books = pending::Books::default();
     // Independent migrations run at once, each with its own stop, migration and start; one
     // that fails starts nothing more, and those running finish.
     let mut walked = crate::parallel::walk(
-        list.iter().collect(),
+        list.iter().zip(waited_for).collect(),
         &deps,
         together::AT_ONCE,
-        |m| {
+        |(m, waited_for)| {
             let mut one = One::new(m, &p, inv, host, &state);
+            one.waited_for = waited_for;
             let d = run_one(&mut one, &books);
             (d, one.revealed)
         },
