@@ -186,7 +186,12 @@ mod tests {
         );
         let order = order.into_inner().expect("order");
         assert_eq!(&order[2..], &[2, 3], "{order:?}");
-        assert_eq!(out.iter().map(|w| w.answer).collect::<Vec<_>>(), order);
+        // 0 and 1 finish at about the same time, in either order on each side.
+        let answers: Vec<usize> = out.iter().map(|w| w.answer).collect();
+        assert_eq!(&answers[2..], &[2, 3], "{answers:?}");
+        let mut first_two = answers[..2].to_vec();
+        first_two.sort_unstable();
+        assert_eq!(first_two, [0, 1], "{answers:?}");
     }
 
     #[test]
