@@ -31,6 +31,8 @@ struct Service {
     container: Option<ContainerInfo>,
 }
 
+type CrashWhile = Box<dyn Fn(&SimHost) -> bool + Send>;
+
 #[derive(Default)]
 pub struct SimHost {
     pub quadlet_dir: PathBuf,
@@ -53,6 +55,11 @@ pub struct SimHost {
     pub stuck: HashSet<String>,
     /// podman secrets another tool made: refit's own are not kept.
     pub foreign_secrets: Mutex<Vec<crate::podman::SecretInfo>>,
+    /// The values of secrets, by name: another tool's, and the copies refit keeps of them.
+    pub secret_values: Mutex<HashMap<String, String>>,
+    /// Tests of what the host holds (a file's content, a secret's value): a container started
+    /// while one says yes exits at once, as a service given a bad config does.
+    crash_while: Mutex<Vec<CrashWhile>>,
     /// Image IDs containers other than the units' use (a `podman run` by hand).
     pub foreign_users: HashSet<String>,
     /// Crashed services systemd restarts on its own (`Restart=on-failure`), with how many more
@@ -112,6 +119,27 @@ impl SimHost {
             .lock()
             .expect("crashing")
             .insert(revision.to_string());
+    }
+
+    /// From now on, a container started while `bad` says yes of the host exits at once.
+    pub fn crash_while(&self, bad: impl Fn(&SimHost) -> bool + Send + 'static) {
+        self.crash_while
+            .lock()
+            .expect("crash_while")
+            .push(Box::new(bad));
+    }
+
+    /// Another tool sets secret `name` to `value`, at `updated_at`.
+    pub fn set_foreign_secret(&self, name: &str, value: &str, updated_at: i64) {
+        let mut listed = self.foreign_secrets.lock().expect("secrets");
+        listed.retain(|s| s.name != name);
+        listed.push(crate::podman::SecretInfo {
+            name: name.into(),
+            unit: None,
+            updated_at: Some(updated_at),
+        });
+        let mut values = self.secret_values.lock().expect("values");
+        values.insert(name.into(), value.into());
     }
 
     pub fn remove_image(&self, id: &str) {
@@ -231,7 +259,12 @@ impl SimHost {
             let crashing = self.crashing.lock().expect("crashing");
             revision.as_ref().is_some_and(|r| crashing.contains(r))
                 || image_id.as_ref().is_some_and(|i| crashing.contains(i))
-        };
+        } || self
+            .crash_while
+            .lock()
+            .expect("crash_while")
+            .iter()
+            .any(|bad| bad(self));
         let invocation = {
             let mut n = self.next.lock().expect("next");
             *n += 1;
@@ -416,11 +449,28 @@ impl Podman for SimHost {
         self.note(format!("secret create {name}"));
         Ok(())
     }
-    fn secret_value(&self, _name: &str) -> Result<Option<String>, PodmanError> {
-        Ok(None)
+    fn secret_value(&self, name: &str) -> Result<Option<String>, PodmanError> {
+        Ok(self
+            .secret_values
+            .lock()
+            .expect("values")
+            .get(name)
+            .cloned())
+    }
+    fn keep_secret(&self, name: &str, _unit: &str, value: &str) -> Result<(), PodmanError> {
+        self.note(format!("secret keep {name}"));
+        let mut values = self.secret_values.lock().expect("values");
+        values.entry(name.into()).or_insert_with(|| value.into());
+        Ok(())
+    }
+    fn replace_secret(&self, name: &str, value: &str) -> Result<(), PodmanError> {
+        self.note(format!("secret replace {name}"));
+        self.set_foreign_secret(name, value, now_secs());
+        Ok(())
     }
     fn remove_secret(&self, name: &str) -> Result<(), PodmanError> {
         self.note(format!("secret remove {name}"));
+        self.secret_values.lock().expect("values").remove(name);
         Ok(())
     }
     fn remove_volume(&self, name: &str) -> Result<(), PodmanError> {
