@@ -68,7 +68,11 @@ fn rolled_back(out: &Value) -> String {
 
 /// A settings file holding `good: 1`; a container started while it says `bad` exits at once.
 fn settings_file(bed: &Bed) -> std::path::PathBuf {
-    let settings = settings_file(&bed);
+    let settings = bed.dir.path().join("settings.yaml");
+    std::fs::write(&settings, "good: 1\n").expect("write");
+    let watched = settings.clone();
+    bed.sim
+        .crash_while(move |_| std::fs::read_to_string(&watched).is_ok_and(|t| t.contains("bad")));
     settings
 }
 

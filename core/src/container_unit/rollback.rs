@@ -32,10 +32,10 @@ pub struct Rollback<'a> {
 enum RollbackError {
     #[error("refit has no earlier revision of {0} that ran, so there is nothing to go back to")]
     NothingEarlier(String),
-    /// The run restarted the revision that already ran, on the same image: what changed is an
-    /// input refit does not own (a file in `restart_on_change`, a secret another tool set).
-    /// Going back to an older revision would undo an earlier change that worked, and leave the
-    /// input as it is.
+    /// The run restarted the revision that already ran, on the same image, and no outside
+    /// input (a file in `restart_on_change`, a secret another tool set) differs from the
+    /// version that last ran. Going back to an older revision would undo an earlier change
+    /// that worked.
     #[error(
         "{unit} failed on the text and image it already ran (revision {revision}), so refit changed nothing of its own to put back; what changed is outside it (a file in restart_on_change, a secret another tool set, or the host): put that back with the tool that changed it, then run the update again, which restarts exactly its users"
     )]
