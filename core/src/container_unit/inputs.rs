@@ -216,11 +216,7 @@ mod tests {
     }
 
     fn set_secret(bed: &Bed, updated_at: i64) {
-        *bed.sim.foreign_secrets.lock().expect("secrets") = vec![crate::podman::SecretInfo {
-            name: "settings".into(),
-            unit: None,
-            updated_at: Some(updated_at),
-        }];
+        bed.sim.set_foreign_secret("settings", "a: 1", updated_at);
     }
 
     fn now() -> i64 {
