@@ -18,6 +18,7 @@ use std::time::Duration;
 
 mod bed;
 mod images;
+mod inputs;
 mod meet;
 pub use bed::Bed;
 pub use images::IMAGE_BYTES;
@@ -119,27 +120,6 @@ impl SimHost {
             .lock()
             .expect("crashing")
             .insert(revision.to_string());
-    }
-
-    /// From now on, a container started while `bad` says yes of the host exits at once.
-    pub fn crash_while(&self, bad: impl Fn(&SimHost) -> bool + Send + 'static) {
-        self.crash_while
-            .lock()
-            .expect("crash_while")
-            .push(Box::new(bad));
-    }
-
-    /// Another tool sets secret `name` to `value`, at `updated_at`.
-    pub fn set_foreign_secret(&self, name: &str, value: &str, updated_at: i64) {
-        let mut listed = self.foreign_secrets.lock().expect("secrets");
-        listed.retain(|s| s.name != name);
-        listed.push(crate::podman::SecretInfo {
-            name: name.into(),
-            unit: None,
-            updated_at: Some(updated_at),
-        });
-        let mut values = self.secret_values.lock().expect("values");
-        values.insert(name.into(), value.into());
     }
 
     pub fn remove_image(&self, id: &str) {
