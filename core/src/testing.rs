@@ -243,6 +243,19 @@ impl Podman for FakePodman {
         let held = self.secrets.lock().expect("secrets");
         Ok(held.get(name).map(|(_, v)| v.clone()))
     }
+    fn keep_secret(&self, name: &str, _unit: &str, value: &str) -> Result<(), PodmanError> {
+        // Not under the unit label: `secret_env`'s prune never sees it.
+        self.create_secret(name, "", value)
+    }
+    fn replace_secret(&self, name: &str, value: &str) -> Result<(), PodmanError> {
+        self.calls
+            .lock()
+            .expect("calls")
+            .push(format!("secret replace {name}"));
+        let mut held = self.secrets.lock().expect("secrets");
+        held.entry(name.to_string()).or_default().1 = value.to_string();
+        Ok(())
+    }
     fn remove_secret(&self, name: &str) -> Result<(), PodmanError> {
         self.calls
             .lock()

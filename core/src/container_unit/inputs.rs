@@ -7,7 +7,8 @@
 //!   with; podman records when a secret's value was last set.
 //!
 //! An input set after the container started means the service runs an old version of it: the
-//! unit is restarted with the reason `file_changed` or `secret_changed`. No value is read.
+//! unit is restarted with the reason `file_changed` or `secret_changed`. No value is read here:
+//! `kept_inputs` reads them once a run converged, to keep the version that ran.
 
 use super::{Host, Target, UnitError};
 use crate::plan::Reason;
@@ -215,11 +216,7 @@ mod tests {
     }
 
     fn set_secret(bed: &Bed, updated_at: i64) {
-        *bed.sim.foreign_secrets.lock().expect("secrets") = vec![crate::podman::SecretInfo {
-            name: "settings".into(),
-            unit: None,
-            updated_at: Some(updated_at),
-        }];
+        bed.sim.set_foreign_secret("settings", "a: 1", updated_at);
     }
 
     fn now() -> i64 {

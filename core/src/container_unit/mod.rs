@@ -17,6 +17,7 @@ mod from_params;
 mod image_hold;
 mod inputs;
 mod jobs;
+mod kept_inputs;
 mod links;
 mod observe;
 mod oneshot;
@@ -253,6 +254,7 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
         failure = applier.apply_all(&mut work).err().map(|e| e.to_string());
         if failure.is_none() {
             adopt::record_converged(&state, &work)?;
+            kept_inputs::after_run(host, &state, &key, &work)?;
             image_hold::after_run(host, &mut work, &p.quadlet_dir, p.pull)?;
         }
         if failure.is_none()
@@ -396,6 +398,8 @@ mod adopt_tests;
 mod apply_tests;
 #[cfg(test)]
 mod image_hold_tests;
+#[cfg(test)]
+mod kept_inputs_tests;
 #[cfg(test)]
 mod kinds_tests;
 #[cfg(test)]

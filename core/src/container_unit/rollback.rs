@@ -32,14 +32,24 @@ pub struct Rollback<'a> {
 enum RollbackError {
     #[error("refit has no earlier revision of {0} that ran, so there is nothing to go back to")]
     NothingEarlier(String),
-    /// The run restarted the revision that already ran, on the same image: what changed is an
-    /// input refit does not own (a file in `restart_on_change`, a secret another tool set).
-    /// Going back to an older revision would undo an earlier change that worked, and leave the
-    /// input as it is.
+    /// The run restarted the revision that already ran, on the same image, and no outside
+    /// input (a file in `restart_on_change`, a secret another tool set) differs from the
+    /// version that last ran. Going back to an older revision would undo an earlier change
+    /// that worked.
     #[error(
         "{unit} failed on the text and image it already ran (revision {revision}), so refit changed nothing of its own to put back; what changed is outside it (a file in restart_on_change, a secret another tool set, or the host): put that back with the tool that changed it, then run the update again, which restarts exactly its users"
     )]
     NothingChanged { unit: String, revision: String },
+    /// As `NothingChanged`, after an outside input changed that refit has no earlier version
+    /// of: none converged with it yet (the first run after a takeover), or its copy is gone.
+    #[error(
+        "{unit} failed on the text and image it already ran (revision {revision}) after {input} changed, and refit keeps no version of it that ran (it keeps one from the first run that converges with it): put it back with the tool that changed it, then run the update again, which restarts exactly its users"
+    )]
+    InputNotKept {
+        unit: String,
+        revision: String,
+        input: String,
+    },
     #[error("the image {image} (ID {id}) that revision {revision} ran is no longer on the host")]
     ImageGone {
         image: String,
@@ -80,7 +90,9 @@ impl Rollback<'_> {
                 };
                 format!("{}; {what}", RollbackError::NothingEarlier(unit))
             }
-            Err(e @ RollbackError::NothingChanged { .. }) => e.to_string(),
+            Err(
+                e @ (RollbackError::NothingChanged { .. } | RollbackError::InputNotKept { .. }),
+            ) => e.to_string(),
             Err(e) => format!(
                 "The rollback failed: {e}. {}",
                 self.how_it_stands(t, replaced)
@@ -98,10 +110,7 @@ impl Rollback<'_> {
             .current()
             .is_some_and(|c| c.is(&failed.revision, failed.image_id.as_deref()))
         {
-            return Err(RollbackError::NothingChanged {
-                unit: unit_file,
-                revision: short(&failed.revision).to_string(),
-            });
+            return self.put_inputs_back(unit_file, failed);
         }
         let mut history = self
             .state
@@ -154,17 +163,7 @@ impl Rollback<'_> {
             .systemd
             .daemon_reload()
             .map_err(UnitError::from)?;
-        let mut running = Vec::new();
-        for svc in replaced
-            .iter()
-            .filter(|s| obs.service(s).is_some_and(|o| o.active))
-        {
-            let before = self.jobs.begin(svc, Job::Start)?;
-            self.jobs
-                .wait(svc, &prev, image_id.clone(), before)
-                .map_err(|source| RollbackError::NotBack { source })?;
-            running.push(svc.clone());
-        }
+        let running = self.start_again(&prev, image_id.clone())?;
         history.forget(&failed.revision, failed.image_id.as_deref());
         if !running.is_empty() {
             history.record(record(&prev, image_id.clone()));
@@ -189,6 +188,83 @@ impl Rollback<'_> {
             short(&prev.revision),
             short(image_id.as_deref().unwrap_or("?"))
         ))
+    }
+
+    /// The run restarted the revision that already ran, on the same image: what it ran on that
+    /// changed is an outside input. The version of each that last ran goes back, and the
+    /// services this run restarted start on it again.
+    fn put_inputs_back(
+        &self,
+        unit: String,
+        failed: &RevisionImage,
+    ) -> Result<String, RollbackError> {
+        let (t, obs) = (self.target, self.observed);
+        let revision = short(&failed.revision).to_string();
+        let input_changed = obs.services.iter().any(|s| {
+            s.container
+                .as_ref()
+                .is_some_and(|c| !super::inputs::changed(&obs.inputs, c.started_at).is_empty())
+        });
+        let nothing = |unit, revision| RollbackError::NothingChanged { unit, revision };
+        let Some(d) = t.desired.as_ref().filter(|_| !obs.inputs.is_empty()) else {
+            return Err(nothing(unit, revision));
+        };
+        let host = self.jobs.host;
+        let put_back = match super::kept_inputs::restore(host, self.state, t, &obs.inputs) {
+            Ok(put_back) => put_back,
+            Err(super::kept_inputs::KeptError::NotKept(input)) => {
+                return Err(RollbackError::InputNotKept {
+                    unit,
+                    revision,
+                    input,
+                });
+            }
+            Err(super::kept_inputs::KeptError::Host(e)) => return Err(e.into()),
+        };
+        if put_back.is_empty() && !input_changed {
+            return Err(nothing(unit, revision));
+        }
+        self.jobs.stop_all(self.replaced)?;
+        let running = self.start_again(d, failed.image_id.clone())?;
+        let what = if put_back.is_empty() {
+            "the inputs it last ran with were back already".to_string()
+        } else {
+            format!(
+                "put back the version that last ran of {}",
+                put_back.join(", ")
+            )
+        };
+        let runs = if running.is_empty() {
+            "its services were not running before, so they stay stopped".to_string()
+        } else {
+            format!(
+                "{} runs it again on revision {revision}",
+                running.join(", ")
+            )
+        };
+        Ok(format!("Rolled back: {what}; {runs}."))
+    }
+
+    /// Starts the replaced services that ran before the run on `d` and waits for each to
+    /// converge; returns those started.
+    fn start_again(
+        &self,
+        d: &Desired,
+        image_id: Option<String>,
+    ) -> Result<Vec<String>, RollbackError> {
+        let mut running = Vec::new();
+        for svc in self
+            .replaced
+            .iter()
+            .filter(|s| self.observed.service(s).is_some_and(|o| o.active))
+        {
+            let before = self.jobs.begin(svc, Job::Start)?;
+            self.jobs
+                .wait(svc, d, image_id.clone(), before)
+                .map_err(|source| RollbackError::NotBack { source })?;
+            running.push(svc.clone());
+        }
+        Ok(running)
     }
 
     /// A container whose tag an `.image` unit pulls at every boot keeps the image it went

@@ -55,7 +55,7 @@ pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
     OptionSpec::new(
         "restart_on_change",
         Kind::List(Elem::Str),
-        "Host files the container reads, such as bind-mounted config files and certificates (C(/etc/foreman/settings.yaml)), given as absolute paths. A file modified after the unit's container started means the service runs an old version of it: the unit is restarted, with the reason C(file_changed), which check mode reports first. Only the units that name a file restart when it changes. A file that is not there fails the run before anything changes. Podman secrets the unit names in C(Secret=) that refit did not create need no entry: one set after the container started restarts the units that name it, with the reason C(secret_changed).",
+        "Host files the container reads, such as bind-mounted config files and certificates (C(/etc/foreman/settings.yaml)), given as absolute paths. A file modified after the unit's container started means the service runs an old version of it: the unit is restarted, with the reason C(file_changed), which check mode reports first. Only the units that name a file restart when it changes. A file that is not there fails the run before anything changes. Podman secrets the unit names in C(Secret=) that refit did not create need no entry: one set after the container started restarts the units that name it, with the reason C(secret_changed). A run that converges keeps the version of each such file and secret that ran (a root-only copy in the state dir; a podman secret C(refit-kept-DIGEST)); when the restart for a changed one fails, refit puts that version back and starts the unit on it again.",
     ),
     OptionSpec::new(
         "instances",

@@ -199,11 +199,21 @@ impl Podman for PodmanApi {
     }
 
     fn create_secret(&self, name: &str, unit: &str, value: &str) -> Result<(), PodmanError> {
-        super::secrets::create(&self.socket, name, unit, value)
+        let label = super::secrets::SECRET_UNIT_LABEL;
+        super::secrets::create(&self.socket, name, label, unit, value)
     }
 
     fn secret_value(&self, name: &str) -> Result<Option<String>, PodmanError> {
         super::secrets::reveal(&self.socket, name)
+    }
+
+    fn keep_secret(&self, name: &str, unit: &str, value: &str) -> Result<(), PodmanError> {
+        let label = super::secrets::KEPT_UNIT_LABEL;
+        super::secrets::create(&self.socket, name, label, unit, value)
+    }
+
+    fn replace_secret(&self, name: &str, value: &str) -> Result<(), PodmanError> {
+        super::secrets::replace(&self.socket, name, value)
     }
 
     fn remove_secret(&self, name: &str) -> Result<(), PodmanError> {

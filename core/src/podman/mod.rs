@@ -137,6 +137,11 @@ pub trait Podman: Sync + ImageStore {
     fn create_secret(&self, name: &str, unit: &str, value: &str) -> Result<(), PodmanError>;
     /// A secret's value, or None when it does not exist.
     fn secret_value(&self, name: &str) -> Result<Option<String>, PodmanError>;
+    /// Creates the copy of another tool's secret refit keeps for `unit` (`kept_inputs`); an
+    /// existing name is left as it is.
+    fn keep_secret(&self, name: &str, unit: &str, value: &str) -> Result<(), PodmanError>;
+    /// Sets secret `name` to `value`, replacing the value it holds.
+    fn replace_secret(&self, name: &str, value: &str) -> Result<(), PodmanError>;
     fn remove_secret(&self, name: &str) -> Result<(), PodmanError>;
     /// Removes a volume; one that is gone already is not an error.
     fn remove_volume(&self, name: &str) -> Result<(), PodmanError>;

@@ -14,6 +14,11 @@ use std::time::Duration;
 /// only its own secrets, and only a unit's own.
 pub const SECRET_UNIT_LABEL: &str = "io.refit.unit";
 
+/// The label on the copies refit keeps of another tool's secrets (`kept_inputs`): the unit
+/// file whose input it was. A label of its own, so the prune of `secret_env`'s secrets, which
+/// goes by `SECRET_UNIT_LABEL`, never takes them.
+pub const KEPT_UNIT_LABEL: &str = "io.refit.kept-for";
+
 /// Seconds a secret call may take; they are small requests to a local daemon.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -26,18 +31,48 @@ pub struct SecretInfo {
     pub updated_at: Option<i64>,
 }
 
-/// Creates secret `name` holding `value`, labelled with `unit`. One that exists is left as
-/// it is: refit names a secret after its content, so an existing name already holds it.
-pub fn create(socket: &str, name: &str, unit: &str, value: &str) -> Result<(), PodmanError> {
-    let labels = serde_json::json!({ SECRET_UNIT_LABEL: unit }).to_string();
+/// Creates secret `name` holding `value`, labelled `label=unit` (`SECRET_UNIT_LABEL` for
+/// `secret_env`'s, `KEPT_UNIT_LABEL` for a kept copy). One that exists is left as it is: refit
+/// names a secret after its content, so an existing name already holds it.
+pub fn create(
+    socket: &str,
+    name: &str,
+    label: &str,
+    unit: &str,
+    value: &str,
+) -> Result<(), PodmanError> {
+    let labels = serde_json::json!({ label: unit }).to_string();
+    post_create(
+        socket,
+        name,
+        &format!("labels={}", encode(&labels)),
+        value,
+        true,
+    )
+}
+
+/// Sets the value of secret `name`, which exists or not, with podman's `replace` (libpod API
+/// 4.7 and later): a rollback puts another tool's secret back as it ran.
+pub fn replace(socket: &str, name: &str, value: &str) -> Result<(), PodmanError> {
+    post_create(socket, name, "replace=true", value, false)
+}
+
+/// `exists_ok`: a 409 (the name is taken) is success, for a name that says its content.
+fn post_create(
+    socket: &str,
+    name: &str,
+    query: &str,
+    value: &str,
+    exists_ok: bool,
+) -> Result<(), PodmanError> {
     let path = format!(
-        "/v4.0.0/libpod/secrets/create?name={}&labels={}",
-        encode(name),
-        encode(&labels)
+        "/v4.0.0/libpod/secrets/create?name={}&{query}",
+        encode(name)
     );
     let Response { status, body } = request(socket, "POST", &path, value.as_bytes())?;
     match status {
-        200..=299 | 409 => Ok(()),
+        200..=299 => Ok(()),
+        409 if exists_ok => Ok(()),
         _ => Err(failed("secret create", name, status, &body)),
     }
 }

@@ -12,6 +12,24 @@ use std::path::{Path, PathBuf};
 const TMP_TRIES: u32 = 16;
 
 pub fn atomic_write(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StateError> {
+    atomic_write_owned(path, bytes, mode, None)
+}
+
+/// A file's owner, to give a file written in place of one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Owner {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// `atomic_write`, the new file given `owner` before it takes the path: a file put back as
+/// another user's is never the writer's, not even briefly.
+pub fn atomic_write_owned(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    owner: Option<Owner>,
+) -> Result<(), StateError> {
     if path
         .symlink_metadata()
         .is_ok_and(|m| m.file_type().is_symlink())
@@ -22,6 +40,12 @@ pub fn atomic_write(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StateErr
     let (tmp, mut f) = create_tmp(path, mode)?;
     let result = (|| {
         f.write_all(bytes).map_err(io_err("write", &tmp))?;
+        if let Some(Owner { uid, gid }) = owner {
+            std::os::unix::fs::fchown(&f, Some(uid), Some(gid)).map_err(io_err("chown", &tmp))?;
+            // chown clears set-id bits: the mode goes on after it.
+            f.set_permissions(std::fs::Permissions::from_mode(mode))
+                .map_err(io_err("chmod", &tmp))?;
+        }
         f.sync_all().map_err(io_err("fsync", &tmp))?;
         std::fs::rename(&tmp, path).map_err(io_err("rename into", path))?;
         sync_dir(dir)

@@ -9,7 +9,8 @@ mod revisions;
 mod stage;
 
 pub use atomic::{
-    atomic_write, create_new, is_plain_name, read_json, read_optional, remove_file, write_json,
+    Owner, atomic_write, atomic_write_owned, create_new, is_plain_name, read_json, read_optional,
+    remove_file, write_json,
 };
 pub use dirs::{PRIVATE_DIR, narrow_tree, private_dir};
 pub use lease::{Heartbeat, Lease, RUN_ID_DOC, RunLock};
@@ -34,6 +35,7 @@ const SECRETS: &str = "secrets";
 const BACKUPS: &str = "backups";
 const UNITS: &str = "units";
 const RUNS: &str = "runs";
+const INPUTS: &str = "inputs";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
@@ -123,6 +125,17 @@ impl StateDir {
     /// The podman secrets a unit's revisions use.
     pub fn unit_secrets(&self, unit_file: &str) -> PathBuf {
         self.path(&format!("{SECRETS}/{unit_file}.json"))
+    }
+
+    /// What refit keeps of a unit's outside inputs as they last ran (`kept_inputs`).
+    pub fn kept_inputs(&self, unit_file: &str) -> PathBuf {
+        self.path(&format!("{INPUTS}/{unit_file}.json"))
+    }
+
+    /// The dir of a unit's kept file copies, named after their content; `unit_file` a plain
+    /// name.
+    pub fn kept_files_dir(&self, unit_file: &str) -> PathBuf {
+        self.path(&format!("{INPUTS}/{unit_file}.d"))
     }
 
     /// Every checkpoint: how a flow's units were before it changed them.

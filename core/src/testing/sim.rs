@@ -18,6 +18,7 @@ use std::time::Duration;
 
 mod bed;
 mod images;
+mod inputs;
 pub mod meet;
 pub use bed::Bed;
 pub use images::IMAGE_BYTES;
@@ -30,6 +31,8 @@ struct Service {
     restarts: u64,
     container: Option<ContainerInfo>,
 }
+
+type CrashWhile = Box<dyn Fn(&SimHost) -> bool + Send>;
 
 #[derive(Default)]
 pub struct SimHost {
@@ -53,6 +56,11 @@ pub struct SimHost {
     pub stuck: HashSet<String>,
     /// podman secrets another tool made: refit's own are not kept.
     pub foreign_secrets: Mutex<Vec<crate::podman::SecretInfo>>,
+    /// The values of secrets, by name: another tool's, and the copies refit keeps of them.
+    pub secret_values: Mutex<HashMap<String, String>>,
+    /// Tests of what the host holds (a file's content, a secret's value): a container started
+    /// while one says yes exits at once, as a service given a bad config does.
+    crash_while: Mutex<Vec<CrashWhile>>,
     /// Image IDs containers other than the units' use (a `podman run` by hand).
     pub foreign_users: HashSet<String>,
     /// Crashed services systemd restarts on its own (`Restart=on-failure`), with how many more
@@ -240,7 +248,12 @@ impl SimHost {
             let crashing = self.crashing.lock().expect("crashing");
             revision.as_ref().is_some_and(|r| crashing.contains(r))
                 || image_id.as_ref().is_some_and(|i| crashing.contains(i))
-        };
+        } || self
+            .crash_while
+            .lock()
+            .expect("crash_while")
+            .iter()
+            .any(|bad| bad(self));
         let invocation = {
             let mut n = self.next.lock().expect("next");
             *n += 1;
@@ -425,11 +438,28 @@ impl Podman for SimHost {
         self.note(format!("secret create {name}"));
         Ok(())
     }
-    fn secret_value(&self, _name: &str) -> Result<Option<String>, PodmanError> {
-        Ok(None)
+    fn secret_value(&self, name: &str) -> Result<Option<String>, PodmanError> {
+        Ok(self
+            .secret_values
+            .lock()
+            .expect("values")
+            .get(name)
+            .cloned())
+    }
+    fn keep_secret(&self, name: &str, _unit: &str, value: &str) -> Result<(), PodmanError> {
+        self.note(format!("secret keep {name}"));
+        let mut values = self.secret_values.lock().expect("values");
+        values.entry(name.into()).or_insert_with(|| value.into());
+        Ok(())
+    }
+    fn replace_secret(&self, name: &str, value: &str) -> Result<(), PodmanError> {
+        self.note(format!("secret replace {name}"));
+        self.set_foreign_secret(name, value, now_secs());
+        Ok(())
     }
     fn remove_secret(&self, name: &str) -> Result<(), PodmanError> {
         self.note(format!("secret remove {name}"));
+        self.secret_values.lock().expect("values").remove(name);
         Ok(())
     }
     fn remove_volume(&self, name: &str) -> Result<(), PodmanError> {
