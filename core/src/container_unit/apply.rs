@@ -70,10 +70,7 @@ impl Applier<'_> {
             self.settings.max_parallel_units,
             |w: &mut Work| {
                 if !w.plan.changes() {
-                    // Not changed by this call, so never rolled back by it: `done` leaves it out.
-                    return self
-                        .confirm(&w.target, &w.observed, &mut w.report)
-                        .map(|()| false);
+                    return Ok(false);
                 }
                 self.apply_target(&w.target, &w.observed, &w.plan, &mut w.report)
                     .map(|()| true)
@@ -128,42 +125,6 @@ impl Applier<'_> {
             also_rolled_back,
             also_failed: Vec::new(),
         })
-    }
-
-    /// Waits for the target's services named in `confirm` until they serve on its desired
-    /// revision, as a restart of them would be waited for: a service another call started
-    /// (a migration's start again) counts as converged only then, and what is ordered after it
-    /// starts only then.
-    fn confirm(
-        &self,
-        t: &Target,
-        obs: &Observation,
-        report: &mut Report,
-    ) -> Result<(), TargetFailed> {
-        let Some(d) = &t.desired else { return Ok(()) };
-        for svc in t
-            .services()
-            .into_iter()
-            .filter(|s| self.settings.confirm.contains(s))
-        {
-            let waited = self
-                .jobs()
-                .wait(&svc, d, obs.image_id.clone(), String::new());
-            match waited {
-                Ok(c) => report.converged(&svc, &d.revision, &c),
-                Err(e) => {
-                    return Err(TargetFailed {
-                        cause: Box::new(not_converged(t, obs, &svc, e)),
-                        aftermath: Aftermath::Unchanged,
-                        journal: Journal {
-                            text: self.host.systemd.journal_tail(&svc, JOURNAL_LINES),
-                            service: svc,
-                        },
-                    });
-                }
-            }
-        }
-        Ok(())
     }
 
     /// Carries out one target's plan. Any failure once the host was touched (the file written,
@@ -268,7 +229,15 @@ impl Applier<'_> {
             for (svc, previous) in begun {
                 let waited = self.jobs().wait(&svc, d, obs.image_id.clone(), previous);
                 report.result.duration_ms.converge = Some(lap.elapsed().as_millis() as u64);
-                let c = waited.map_err(|e| not_converged(t, obs, &svc, e))?;
+                let c = waited.map_err(|e| match e {
+                    WaitError::NotConverged { why, .. } => ApplyError::NotConverged {
+                        service: svc.clone(),
+                        revision: short(&d.revision).to_string(),
+                        image: short(obs.image_id.as_deref().unwrap_or("?")).to_string(),
+                        why,
+                    },
+                    other => step(other.into()),
+                })?;
                 report.converged(&svc, &d.revision, &c);
             }
         }
@@ -326,23 +295,6 @@ impl Applier<'_> {
             }
         }
         Ok(())
-    }
-}
-
-/// A wait for `service` of `t` that failed, as the run reports it: the revision and image it
-/// did not converge on, or the step that failed on the way.
-fn not_converged(t: &Target, obs: &Observation, service: &str, e: WaitError) -> ApplyError {
-    match e {
-        WaitError::NotConverged { why, .. } => ApplyError::NotConverged {
-            service: service.to_string(),
-            revision: short(t.desired.as_ref().map_or("?", |d| d.revision.as_str())).to_string(),
-            image: short(obs.image_id.as_deref().unwrap_or("?")).to_string(),
-            why,
-        },
-        other => ApplyError::Step {
-            unit: t.name.file_name(),
-            source: other.into(),
-        },
     }
 }
 

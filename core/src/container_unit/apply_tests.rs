@@ -2,7 +2,6 @@
 //! instances in health-gated batches of `max_parallel`, a canary, and a failure that rolls back
 //! every unit the run changed. Waits run on the fake clock.
 
-use crate::systemd::{Job, Systemd};
 use crate::testing::sim::Bed;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -259,62 +258,4 @@ fn a_hand_edit_that_keeps_the_label_line_is_drift() {
     assert!(ran.out.to_string().contains("drift"), "{}", ran.out);
     let after = std::fs::read_to_string(&path).expect("read");
     assert!(!after.contains("HAND_EDIT"), "{after}");
-}
-
-/// Issue 43: a service another call started and did not wait for (a migration's start again)
-/// is confirmed in the walk: waited for until it serves before what is ordered after it
-/// starts, and one that does not serve fails the call without being rolled back.
-#[test]
-fn a_confirmed_service_is_waited_for_before_what_needs_it_and_fails_the_call_if_it_does_not_serve()
-{
-    let mut bed = Bed::new(IMAGE, "img-a");
-    bed.sim.health = Some("healthy".into());
-    // db, with a health check, stays on a; app goes to `app`.
-    let app_on = |app: &str| {
-        let mut args = units("a");
-        args["units"][0]["env"]["V"] = json!(app);
-        args["units"][1]["health_cmd"] = json!("true");
-        args
-    };
-    assert_eq!(bed.run_unit(app_on("a")).out["failed"], json!(false));
-    bed.jobs();
-    let confirmed = |app: &str| {
-        let mut args = app_on(app);
-        args["max_parallel_units"] = json!(4);
-        args["confirm"] = json!(["db"]);
-        args
-    };
-    // Only app changes: db's 1 s of serving comes first, then app's restart and its own 1 s.
-    let ran = bed.run_unit(confirmed("b"));
-    assert_eq!(ran.out["failed"], json!(false), "{}", ran.out);
-    assert!(
-        ran.fake_time >= Duration::from_secs(2),
-        "db was confirmed before app started: {:?}",
-        ran.fake_time
-    );
-    assert_eq!(bed.jobs(), ["restart app.service"], "db was not restarted");
-
-    // A migration's start again: db's new container still warms up, and never serves.
-    let db = bed.revision("db.service");
-    bed.sim.health = Some("starting".into());
-    bed.sim
-        .enqueue(Job::Restart, &["db.service".to_string()])
-        .expect("restart");
-    bed.jobs();
-    let ran = bed.run_unit(app_on("b"));
-    assert_eq!(ran.out["failed"], json!(false), "unconfirmed: {}", ran.out);
-    let ran = bed.run_unit(confirmed("b"));
-    assert_eq!(ran.out["failed"], json!(true), "{}", ran.out);
-    let msg = ran.out["msg"].as_str().unwrap_or_default();
-    assert!(
-        msg.starts_with("db.service: revision")
-            && msg.contains("health starting")
-            && msg.contains("this call had not changed it"),
-        "{msg}"
-    );
-    assert!(
-        bed.jobs().is_empty(),
-        "nothing was rolled back or restarted"
-    );
-    assert_eq!(bed.revision("db.service"), db);
 }

@@ -52,10 +52,6 @@ pub enum UnitError {
     MaxParallel,
     #[error("max_parallel_units must be at least 1")]
     MaxParallelUnits,
-    #[error(
-        "confirm: services are confirmed by a call that starts them; give confirm only with state: started"
-    )]
-    ConfirmNeedsStarted,
     #[error("keep_revisions must be from 1 to {max}; {0} was given", max = crate::state::MAX_KEEP_REVISIONS)]
     KeepRevisions(u64),
     #[error("rollback_to: {0} is not rolled back; give rollback_to only with state: rolled_back")]

@@ -29,8 +29,6 @@ pub enum ApplyError {
 pub enum Aftermath {
     /// `rollback: false`: the target was left as the failure found it.
     LeftAsIs,
-    /// The call changed nothing of it (a service it only confirmed): nothing to roll back.
-    Unchanged,
     /// The rollback's own account: rolled back, stopped, or why it could not be.
     RolledBack(String),
 }
@@ -39,9 +37,6 @@ impl fmt::Display for Aftermath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Aftermath::LeftAsIs => f.write_str("rollback is off, so it was left as it is."),
-            Aftermath::Unchanged => {
-                f.write_str("this call had not changed it, so it was left as it is.")
-            }
             Aftermath::RolledBack(note) => f.write_str(note),
         }
     }

@@ -37,7 +37,6 @@ mod volume_change;
 mod work;
 
 use crate::ansible::{Invocation, Outcome};
-use crate::param_path::WithinParam;
 use crate::plan::{Action, Wanted};
 use crate::quadlet::NewText;
 use crate::registry::Asked;
@@ -96,10 +95,6 @@ pub struct Params {
     pub max_parallel: u64,
     #[serde(default = "one")]
     pub max_parallel_units: u64,
-    /// Services found running their desired revision that are still waited for until they
-    /// serve: what `run_migrations` started again without waiting (`wait_serving: false`).
-    #[serde(default)]
-    pub confirm: Vec<String>,
     pub checkpoint: Option<String>,
     /// The flow run this call is part of.
     #[serde(default)]
@@ -133,8 +128,6 @@ pub struct Settings {
     pub max_parallel: usize,
     /// Units started and health-gated at once, when none depends on another.
     pub max_parallel_units: usize,
-    /// Services (`NAME.service`) waited for until they serve even where nothing changes.
-    pub confirm: std::collections::BTreeSet<String>,
 }
 
 pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitError> {
@@ -176,11 +169,6 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
             .ok()
             .filter(|n| *n > 0)
             .ok_or(UnitError::MaxParallelUnits)?,
-        confirm: p
-            .confirm
-            .iter()
-            .map(|c| crate::unit::name::service_name(c))
-            .collect(),
     };
 
     // The registries' answers and the host's state are independent reads: ask both at once.
@@ -346,13 +334,6 @@ pub fn validate(p: &Params) -> Result<Reads, UnitError> {
     }
     if p.max_parallel_units == 0 {
         return Err(UnitError::MaxParallelUnits);
-    }
-    for (i, c) in p.confirm.iter().enumerate() {
-        crate::unit::name::validate_systemd_unit(c)
-            .map_err(|e| UnitError::from(e).within(&format!("confirm[{i}]")))?;
-    }
-    if !p.confirm.is_empty() && p.state != Wanted::Started {
-        return Err(UnitError::ConfirmNeedsStarted);
     }
     if !(1..=crate::state::MAX_KEEP_REVISIONS as u64).contains(&p.keep_revisions) {
         return Err(UnitError::KeepRevisions(p.keep_revisions));

@@ -16,7 +16,7 @@ const STATES: &[&str] = &[
 ];
 
 const UNIT_COUNT: usize = 23;
-const RUN_COUNT: usize = 21;
+const RUN_COUNT: usize = 20;
 
 /// What describes one unit.
 pub const UNIT_OPTIONS: [OptionSpec; UNIT_COUNT] = [
@@ -155,11 +155,6 @@ const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
         "With O(units), units started and health-gated at once. A unit starts once every unit it is ordered after (C(After=), C(Requires=), C(Wants=), C(PartOf=) on their services) has converged; units that do not depend on each other start together. A template's instances still go in batches of O(max_parallel).",
     )
     .default(Default::Int(1)),
-    OptionSpec::new(
-        "confirm",
-        Kind::List(Elem::Str),
-        "With O(state=started), services (C(NAME) or C(NAME.service)) that are waited for until they serve (active, on the desired revision and image, healthy where they have a health check, for O(min_healthy_time)) even when they run their desired revision already and nothing is to change: what another call started and did not wait for, such as C(refit.containers.run_migrations) with O(refit.containers.run_migrations#module:wait_serving=false). They are waited for in the walk of O(max_parallel_units), so units ordered after one start once it serves, and the others beside it. One that does not serve fails the call; this call changed nothing of it, so it is not rolled back.\nThe flows pass the services their migrate phase started.",
-    ),
     OptionSpec::new(
         "checkpoint",
         Kind::Str,

@@ -67,17 +67,15 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, MigrateE
         backup::forget_finished(&state, &p.stop_record, &stop_record)?;
     }
     let deps = together::dependencies(&list, &p, host)?;
-    let waited_for = together::waited_for(&deps);
     let books = pending::Books::default();
     // Independent migrations run at once, each with its own stop, migration and start; one
     // that fails starts nothing more, and those running finish.
     let mut walked = crate::parallel::walk(
-        list.iter().zip(waited_for).collect(),
+        list.iter().collect(),
         &deps,
         together::AT_ONCE,
-        |(m, waited_for)| {
+        |m| {
             let mut one = One::new(m, &p, inv, host, &state);
-            one.waited_for = waited_for;
             let d = run_one(&mut one, &books);
             (d, one.revealed)
         },

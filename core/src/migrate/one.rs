@@ -16,9 +16,6 @@ pub(super) struct One<'a> {
     pub(super) state: &'a StateDir,
     /// The values of the unit's secrets this migration read, to be masked in the result.
     pub(super) revealed: Vec<String>,
-    /// A later migration of the call waits for this one: what it starts again must serve
-    /// before the call goes on, whatever `wait_serving` says.
-    pub(super) waited_for: bool,
 }
 
 impl<'a> One<'a> {
@@ -36,7 +33,6 @@ impl<'a> One<'a> {
             host,
             state,
             revealed: Vec::new(),
-            waited_for: false,
         }
     }
 }

@@ -36,10 +36,6 @@ pub struct Params {
     pub stop_first: bool,
     #[serde(default)]
     pub start_after: bool,
-    /// With `start_after`: every service started again is waited for until it serves; without
-    /// it, only those a later migration of the call waits for.
-    #[serde(default = "yes")]
-    pub wait_serving: bool,
     #[serde(default)]
     pub restore: bool,
     /// Migrations whose check command found work earlier in this run, by source: image ID.
@@ -63,10 +59,6 @@ pub struct Params {
 
 /// The spec's default, for parameters built without it (container_unit's default too).
 pub const DEFAULT_MIN_HEALTHY_TIME: i64 = 1000;
-
-fn yes() -> bool {
-    true
-}
 
 fn default_min_healthy_time() -> u64 {
     DEFAULT_MIN_HEALTHY_TIME.unsigned_abs()

@@ -160,14 +160,9 @@ fn exited(one: &One, ready: Ready, container: &Prepared, rc: i64) -> Result<Done
     report.installed = staged::install(m, p, host, state)?;
     // Up again at once: no service waits for another's migration, nor for the removal.
     if p.start_after && !report.stopped.is_empty() {
-        let serving = start_again::Serving {
-            deadline: Duration::from_secs(p.timeout),
-            min_healthy: Duration::from_millis(p.min_healthy_time),
-            // Without a later migration to wait for it, the caller may confirm it instead,
-            // while it restarts the units nothing migrated.
-            wait: p.wait_serving || one.waited_for,
-        };
-        report.started = start_again::start_again(host, &report.stopped, &serving)?;
+        let timeout = Duration::from_secs(p.timeout);
+        let min_healthy = Duration::from_millis(p.min_healthy_time);
+        report.started = start_again::start_again(host, &report.stopped, timeout, min_healthy)?;
     }
     report.stdout_tail = Some(tail(&host.podman.oneoff_output(container)));
     let adopted = if container.adopted {

@@ -315,23 +315,6 @@ fn start_after_fails_at_once_on_an_unhealthy_container() {
     );
 }
 
-/// Issue 43: with `wait_serving: false`, a migration no other waits for starts its services
-/// again and returns, naming them for the caller to confirm: an unhealthy container here is
-/// the start phase's to find (waited for, this call fails as the test above shows).
-#[test]
-fn without_wait_serving_a_started_service_is_left_for_the_caller_to_confirm() {
-    let mut bed = Bed::new(0);
-    bed.podman.containers[1].health = Some(Health::Unhealthy);
-    let out = bed.run(json!({"stop_first": true, "start_after": true, "wait_serving": false}));
-    assert_eq!(out["failed"], json!(false), "{out}");
-    assert_eq!(
-        out["started"],
-        json!(["app.service", "web.service"]),
-        "{out}"
-    );
-    assert_eq!(bed.sim.active_state("web.service"), "active");
-}
-
 #[test]
 fn a_backup_runs_after_the_stop_between_the_create_and_the_run_of_the_migration() {
     let bed = Bed::new(0);

@@ -4,7 +4,7 @@ use crate::ansible::spec::join;
 use crate::ansible::{Default, Elem, Kind, ModuleSpec, OptionSpec, Rules};
 
 const ONE: usize = 9;
-const RUN: usize = 17;
+const RUN: usize = 16;
 
 /// A migration's `backup`, run in a one-off container before the migration.
 const BACKUP_OPTIONS: [OptionSpec; 9] = [
@@ -90,12 +90,6 @@ const RUN_OPTIONS: [OptionSpec; RUN] = [
         "With O(stop_first), start what a pending migration stopped as soon as it has run, in dependency order and each one waited for, before the next migration stops anything.\nEach service is then down for its own migration and its own start, not for the other migrations. The flows set it; the stop record stays until the flow finishes, so a recovery still knows what ran.",
     )
     .default(Default::Bool(false)),
-    OptionSpec::new(
-        "wait_serving",
-        Kind::Bool,
-        "With O(start_after), wait for each service started again to serve (active, and healthy where it has a health check, for O(min_healthy_time)) before the call goes on.\nWith V(false), only a service a later migration of the call is ordered after is waited for; the others are started and the call returns, their names in RV(started) (each entry of RV(migrations) has its own), for the caller to confirm (O(refit.containers.container_unit#module:confirm)). The flows set it to V(false), so that their start phase restarts the other units while a migrated service warms up.",
-    )
-    .default(Default::Bool(true)),
     OptionSpec::new(
         "images",
         Kind::Dict,

@@ -2,8 +2,6 @@
 //! for until it serves: active, and healthy where its container has a health check. The next
 //! migration stops nothing before that, so each service is down for its own migration and
 //! start alone; the start phase then finds it converged and records it as the revision that ran.
-//! With `wait_serving: false`, a service no later migration waits for is only started: the
-//! flow's start phase confirms it (`container_unit` `confirm`) while it restarts the others.
 
 use super::MigrateError;
 use crate::host::Host;
@@ -14,27 +12,15 @@ use std::time::{Duration, Instant};
 /// The longest pause between two looks at a started container's health.
 const POLL: Duration = Duration::from_millis(200);
 
-/// How long a start again may take, and whether it waits for what it started to serve.
-pub struct Serving {
-    pub deadline: Duration,
-    pub min_healthy: Duration,
-    /// Wait until each started service serves; otherwise return once systemd started them.
-    pub wait: bool,
-}
-
 /// Starts `stopped` (as the migration's stop recorded them) in dependency order; returns what it
-/// started, each active (and, with `wait`, healthy for `min_healthy`), or the first that is not
-/// within the deadline.
+/// started, each active and healthy for `min_healthy`, or the first that is not within the
+/// deadline.
 pub fn start_again(
     host: &Host,
     stopped: &[String],
-    serving: &Serving,
+    deadline: Duration,
+    min_healthy: Duration,
 ) -> Result<Vec<String>, MigrateError> {
-    let Serving {
-        deadline,
-        min_healthy,
-        wait,
-    } = *serving;
     let t0 = host.clock.now();
     let _step = crate::progress::step(format!("starting {}", stopped.join(", ")), Some(deadline));
     let set = host.systemd.show(stopped).map_err(StopError::from)?;
@@ -46,9 +32,7 @@ pub fn start_again(
         .filter(|u| u.ends_with(".service"))
         .cloned()
         .collect();
-    if wait {
-        wait_healthy(host, &services, t0, deadline, min_healthy)?;
-    }
+    wait_healthy(host, &services, t0, deadline, min_healthy)?;
     Ok(started)
 }
 

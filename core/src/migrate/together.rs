@@ -40,18 +40,6 @@ pub fn dependencies(
         .collect())
 }
 
-/// For each migration, whether a later one waits for it (`dependencies`): what it starts again
-/// must then serve before that one stops anything.
-pub fn waited_for(deps: &[Vec<usize>]) -> Vec<bool> {
-    let mut out = vec![false; deps.len()];
-    for &j in deps.iter().flatten() {
-        if let Some(w) = out.get_mut(j) {
-            *w = true;
-        }
-    }
-    out
-}
-
 /// What one migration touches: the units its stop stops, and the units its service is ordered
 /// against.
 struct Reach {
