@@ -120,6 +120,15 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
+    /// Waits, at most 10 s of real time, until `cond` holds: a loaded machine may start a
+    /// thread late, so a test meets the other thread instead of guessing its pace.
+    fn until(cond: impl Fn() -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !cond() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     #[test]
     fn answers_keep_the_items_order_and_no_more_than_width_run_at_once() {
         let now = AtomicUsize::new(0);
@@ -127,6 +136,11 @@ mod tests {
         let out = map((0..10).collect(), 3, |i: u64| {
             let n = now.fetch_add(1, Ordering::SeqCst) + 1;
             most.fetch_max(n, Ordering::SeqCst);
+            // The first two meet, however late either starts: run one at a time, they never
+            // do, and `most` stays 1.
+            if i < 2 {
+                until(|| most.load(Ordering::SeqCst) >= 2);
+            }
             // Later items finish first: the order of answers must not follow finishing.
             std::thread::sleep(Duration::from_millis(20 - 2 * i));
             now.fetch_sub(1, Ordering::SeqCst);
@@ -198,6 +212,7 @@ mod tests {
     fn a_refused_answer_starts_nothing_more_and_width_bounds_the_walk() {
         let now = AtomicUsize::new(0);
         let most = AtomicUsize::new(0);
+        let refused = std::sync::atomic::AtomicBool::new(false);
         let deps = vec![vec![], vec![], vec![], vec![0], vec![]];
         let out = walk(
             (0..5).collect(),
@@ -206,12 +221,19 @@ mod tests {
             |i: usize| {
                 let n = now.fetch_add(1, Ordering::SeqCst) + 1;
                 most.fetch_max(n, Ordering::SeqCst);
-                // 0 ends first and refuses, while 1 still runs.
-                std::thread::sleep(Duration::from_millis(10 + 30 * i as u64));
+                // 0 ends first and refuses, while 1 still runs: 1 ends only once the walk has
+                // judged 0's answer (a sleep of 1 could end first on a loaded machine, and its
+                // free slot start 2 before 0's refusal came).
+                if i == 1 {
+                    until(|| refused.load(Ordering::SeqCst));
+                }
                 now.fetch_sub(1, Ordering::SeqCst);
                 i
             },
-            |&i| i != 0,
+            |&i| {
+                refused.fetch_or(i == 0, Ordering::SeqCst);
+                i != 0
+            },
         );
         assert!(most.load(Ordering::SeqCst) <= 2, "{most:?}");
         let ran: Vec<usize> = out.iter().map(|w| w.index).collect();

@@ -8,12 +8,19 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Records its pid and process group, and on SIGINT, SIGTERM or SIGHUP takes a second to stop,
-/// leaving a note of the signal and of the end.
+/// Records its pid and process group, and on SIGINT, SIGTERM or SIGHUP stops only once the
+/// test writes `release` (30 s at most), leaving a note of the signal and of the end: the test,
+/// however slowly a loaded machine runs it, meets a child that is still stopping.
 const FAKE: &str = r#"#!/bin/sh
 read -r _ _ _ _ pgid _ < /proc/$$/stat
 echo "$$ $pgid" > "$FAKE_DIR/child"
-stop() { echo "$1" > "$FAKE_DIR/signal"; sleep 1; echo done > "$FAKE_DIR/done"; exit 0; }
+stop() {
+    echo "$1" > "$FAKE_DIR/signal"
+    i=0
+    while [ ! -e "$FAKE_DIR/release" ] && [ "$i" -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    echo done > "$FAKE_DIR/done"
+    exit 0
+}
 trap 'stop INT' INT
 trap 'stop TERM' TERM
 trap 'stop HUP' HUP
@@ -98,7 +105,9 @@ fn interrupted(sig: Signal, name: &str, code: i32) {
         err.contains(&format!("refitctl update, pid {}", first.id())),
         "{err}"
     );
+    assert!(alive(child), "the child is still stopping");
 
+    std::fs::write(dir.path().join("release"), "").expect("release");
     let out = first.wait_with_output().expect("first refitctl ends");
     assert!(
         dir.path().join("done").exists(),
