@@ -97,12 +97,12 @@ pub fn prune(p: &Params, inv: &Invocation, host: &Host) -> Result<Outcome, DataS
             }
             // The run is recorded by now: a volume that will not go is said, and left on
             // record for the next verify, rather than failing an upgrade that succeeded.
-            if let Err(detail) = remove(host, &old.volume) {
+            if let Err(source) = remove(host, &old.volume) {
                 warnings.push(
                     DataStepError::Prune {
                         unit: report.unit.clone(),
                         volume: old.volume.clone(),
-                        detail,
+                        source,
                     }
                     .to_string(),
                 );
@@ -132,13 +132,22 @@ pub fn prune(p: &Params, inv: &Invocation, host: &Host) -> Result<Outcome, DataS
 
 /// A podman volume goes through podman; a host path (an absolute `Volume=` source) is the
 /// old data dir itself, removed with its contents.
-fn remove(host: &Host, volume: &str) -> Result<(), String> {
+fn remove(host: &Host, volume: &str) -> Result<(), RemoveError> {
     if volume.starts_with('/') {
         match std::fs::remove_dir_all(Path::new(volume)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.to_string()),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
             _ => Ok(()),
         }
     } else {
-        host.podman.remove_volume(volume).map_err(|e| e.to_string())
+        Ok(host.podman.remove_volume(volume)?)
     }
+}
+
+/// Why an old place would not go: a host path's removal, or podman's of a volume.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoveError {
+    #[error(transparent)]
+    Dir(#[from] std::io::Error),
+    #[error(transparent)]
+    Volume(#[from] crate::podman::PodmanError),
 }

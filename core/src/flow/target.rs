@@ -9,12 +9,9 @@ use std::path::{Path, PathBuf};
 
 /// The target's name, judged before the host is touched: a plain unit name ending `.target`.
 pub fn validate(name: &str) -> Result<(), FlowError> {
-    crate::unit::name::validate_systemd_unit(name)
-        .map_err(|e| FlowError::Params(format!("target: {e}")))?;
+    crate::unit::name::validate_systemd_unit(name).map_err(FlowError::TargetName)?;
     if !name.ends_with(".target") || name.len() == ".target".len() {
-        return Err(FlowError::Params(format!(
-            "target: {name:?} is not a target unit; give a name like foreman.target"
-        )));
+        return Err(FlowError::NotATarget(name.to_string()));
     }
     Ok(())
 }

@@ -6,7 +6,7 @@
 //! on (container list and inspect) come through here instead; bollard keeps the calls whose
 //! answers it carries well (pull, tag, images, one-off containers).
 
-use super::PodmanError;
+use super::{CallError, PodmanError};
 use serde::de::DeserializeOwned;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -23,15 +23,14 @@ pub fn get_json<T: DeserializeOwned>(
     path: &str,
     timeout: Duration,
 ) -> Result<Option<T>, PodmanError> {
-    let err = |detail: String| PodmanError::Api {
-        call: call.to_string(),
-        detail,
-    };
     let Response { status, body } = send(socket, &Request::new(call, "GET", path, timeout))?;
     match status {
         200..=299 => serde_json::from_slice(&body)
             .map(Some)
-            .map_err(|e| err(format!("podman's answer does not parse: {e}"))),
+            .map_err(|e| PodmanError::Api {
+                call: call.to_string(),
+                source: e.into(),
+            }),
         404 => Ok(None),
         _ => Err(refused(call, status, &body)),
     }
@@ -78,16 +77,16 @@ pub struct Response {
 pub fn refused(call: impl Into<String>, status: u16, body: &[u8]) -> PodmanError {
     PodmanError::Api {
         call: call.into(),
-        detail: format!("HTTP {status}: {}", String::from_utf8_lossy(body).trim()),
+        source: CallError::status(status, body),
     }
 }
 
 /// Sends `req` to the API at `socket`: the status and the de-chunked body, whatever the
 /// status.
 pub fn send(socket: &str, req: &Request) -> Result<Response, PodmanError> {
-    let err = |detail: String| PodmanError::Api {
+    let err = |source: CallError| PodmanError::Api {
         call: req.call.to_string(),
-        detail,
+        source,
     };
     let mut raw = exchange(socket, req);
     // podman's API service, socket-activated, exits after a few idle seconds: a request that
@@ -98,21 +97,23 @@ pub fn send(socket: &str, req: &Request) -> Result<Response, PodmanError> {
         raw = exchange(socket, req);
     }
     let raw = raw.map_err(|e| match e {
-        Exchange::Connect(detail) => PodmanError::Unreachable {
+        Exchange::Connect(e) => PodmanError::Unreachable {
             socket: socket.to_string(),
-            detail,
+            source: e.into(),
         },
-        Exchange::Io(detail) => err(detail),
+        Exchange::Io(e) => err(e),
     })?;
-    parse_response(&raw).map_err(err)
+    parse_response(&raw).map_err(|torn| err(CallError::Torn(torn)))
 }
 
 /// How long a GET waits before it asks a service that went away once more.
 const RETRY_AFTER: Duration = Duration::from_millis(300);
 
+/// Why an exchange failed: the socket took no connection (podman is unreachable), or the
+/// connection it took broke or answered wrongly (the call failed).
 enum Exchange {
-    Connect(String),
-    Io(String),
+    Connect(std::io::Error),
+    Io(CallError),
 }
 
 fn exchange(socket: &str, req: &Request) -> Result<Vec<u8>, Exchange> {
@@ -124,8 +125,8 @@ fn exchange(socket: &str, req: &Request) -> Result<Vec<u8>, Exchange> {
         ..
     } = *req;
     let deadline = Instant::now() + timeout;
-    let mut s = UnixStream::connect(socket).map_err(|e| Exchange::Connect(e.to_string()))?;
-    let io = |e: std::io::Error| Exchange::Io(e.to_string());
+    let mut s = UnixStream::connect(socket).map_err(Exchange::Connect)?;
+    let io = |e: std::io::Error| Exchange::Io(e.into());
     s.set_write_timeout(Some(timeout)).map_err(io)?;
     let extra: String = req
         .registry_auth
@@ -142,10 +143,7 @@ fn exchange(socket: &str, req: &Request) -> Result<Vec<u8>, Exchange> {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(Exchange::Io(format!(
-                "no complete answer within {} s",
-                timeout.as_secs()
-            )));
+            return Err(Exchange::Io(CallError::Slow(timeout.as_secs())));
         }
         s.set_read_timeout(Some(left)).map_err(io)?;
         match s.read(&mut buf) {
@@ -153,9 +151,7 @@ fn exchange(socket: &str, req: &Request) -> Result<Vec<u8>, Exchange> {
             Ok(n) => {
                 raw.extend_from_slice(&buf[..n]);
                 if raw.len() > MAX_BODY {
-                    return Err(Exchange::Io(format!(
-                        "the answer is larger than {MAX_BODY} bytes"
-                    )));
+                    return Err(Exchange::Io(CallError::TooLarge(MAX_BODY)));
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -274,7 +270,19 @@ mod tests {
             Duration::from_secs(1),
         )
         .expect_err("no socket there");
-        assert!(matches!(e, PodmanError::Unreachable { .. }), "{e}");
+        let PodmanError::Unreachable {
+            source: CallError::Io(io),
+            ..
+        } = &e
+        else {
+            panic!("not the socket's own error: {e:?}");
+        };
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound, "{e}");
+        assert!(
+            e.to_string()
+                .contains("systemctl enable --now podman.socket"),
+            "{e}"
+        );
     }
 
     /// A server that drops its first `drop_first` connections unanswered, then answers each
