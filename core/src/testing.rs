@@ -6,9 +6,7 @@ pub mod sim;
 
 use crate::ansible::{Invocation, ModuleSpec, Outcome};
 use crate::host::Host;
-use crate::podman::{
-    CallError, ContainerInfo, Ended, OneOff, Podman, PodmanError, Prepared, UnitSelection,
-};
+use crate::podman::{ContainerInfo, Ended, OneOff, Podman, PodmanError, Prepared, UnitSelection};
 use crate::quadlet::{Quadlet, QuadletError};
 use crate::registry::{Location, Registry, RegistryError};
 use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
@@ -141,7 +139,7 @@ impl Podman for FakePodman {
         if self.unreachable {
             return Err(PodmanError::Unreachable {
                 socket: "/fake/podman.sock".into(),
-                source: std::io::Error::from(std::io::ErrorKind::ConnectionRefused).into(),
+                detail: "connection refused".into(),
             });
         }
         Ok(())
@@ -178,7 +176,7 @@ impl Podman for FakePodman {
         if self.oneoff_create_fails {
             return Err(PodmanError::Api {
                 call: "container create".into(),
-                source: CallError::Said("the fake refuses the create".into()),
+                detail: "the fake refuses the create".into(),
             });
         }
         let mut held = self.held.lock().expect("held");
@@ -306,7 +304,7 @@ impl FakePodman {
             .cloned()
             .ok_or_else(|| PodmanError::Api {
                 call: "container inspect".into(),
-                source: CallError::Said(format!("no such container {}", prepared.id)),
+                detail: format!("no such container {}", prepared.id),
             })
     }
 }

@@ -97,12 +97,12 @@ pub fn prune(p: &Params, inv: &Invocation, host: &Host) -> Result<Outcome, DataS
             }
             // The run is recorded by now: a volume that will not go is said, and left on
             // record for the next verify, rather than failing an upgrade that succeeded.
-            if let Err(source) = remove(host, &old.volume) {
+            if let Err(detail) = remove(host, &old.volume) {
                 warnings.push(
                     DataStepError::Prune {
                         unit: report.unit.clone(),
                         volume: old.volume.clone(),
-                        source,
+                        detail,
                     }
                     .to_string(),
                 );
@@ -132,22 +132,13 @@ pub fn prune(p: &Params, inv: &Invocation, host: &Host) -> Result<Outcome, DataS
 
 /// A podman volume goes through podman; a host path (an absolute `Volume=` source) is the
 /// old data dir itself, removed with its contents.
-fn remove(host: &Host, volume: &str) -> Result<(), RemoveError> {
+fn remove(host: &Host, volume: &str) -> Result<(), String> {
     if volume.starts_with('/') {
         match std::fs::remove_dir_all(Path::new(volume)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.to_string()),
             _ => Ok(()),
         }
     } else {
-        Ok(host.podman.remove_volume(volume)?)
+        host.podman.remove_volume(volume).map_err(|e| e.to_string())
     }
-}
-
-/// Why an old place would not go: a host path's removal, or podman's of a volume.
-#[derive(Debug, thiserror::Error)]
-pub enum RemoveError {
-    #[error(transparent)]
-    Dir(#[from] std::io::Error),
-    #[error(transparent)]
-    Volume(#[from] crate::podman::PodmanError),
 }

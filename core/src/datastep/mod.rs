@@ -14,7 +14,6 @@
 //! finished one is not done twice.
 
 mod keep;
-mod phase;
 mod place;
 mod run;
 pub mod spec;
@@ -79,18 +78,8 @@ pub enum DataStepError {
     Check(String),
     #[error("steps[].data_dir: {0} is not an absolute path; give where the unit mounts its data")]
     DataDir(String),
-    #[error("{what}: {source}; fix the unit's text")]
-    UnitText {
-        what: String,
-        #[source]
-        source: crate::unit::file::ParseError,
-    },
-    #[error("{what}: no Image= in [Container]; a data step reads the database's image there")]
-    NoImage { what: String },
-    #[error(
-        "{what}: no Volume= mounted at {data_dir}; the data dir must be a volume so the new major can have one of its own"
-    )]
-    NoDataVolume { what: String, data_dir: String },
+    #[error("{what}: {detail}")]
+    Unit { what: String, detail: String },
     #[error(
         "{unit}: the old image {image} is gone from this host; the way back runs on it, so pull or load it again (podman pull {image}) and rerun"
     )]
@@ -133,22 +122,18 @@ pub enum DataStepError {
         hint: &'static str,
     },
     #[error(
-        "{unit}: removing the old data volume {volume} failed: {source}; remove it by hand (podman volume rm {volume}) or raise keep"
+        "{unit}: removing the old data volume {volume} failed: {detail}; remove it by hand (podman volume rm {volume}) or raise keep"
     )]
     Prune {
         unit: String,
         volume: String,
-        #[source]
-        source: keep::RemoveError,
+        detail: String,
     },
-    #[error(
-        "{unit}: {what} failed, and the unit stays on its old volume, which was only read; fix the cause, then run again: {source}"
-    )]
-    Phase {
+    #[error("{unit}: {what} failed: {detail}")]
+    Probe {
         unit: String,
         what: &'static str,
-        #[source]
-        source: phase::PhaseError,
+        detail: String,
     },
     #[error(transparent)]
     Podman(#[from] crate::podman::PodmanError),

@@ -14,14 +14,15 @@ pub struct Place {
 
 /// The place a unit text gives the data dir `data_dir`.
 pub fn of_text(text: &str, data_dir: &str, what: &str) -> Result<Place, DataStepError> {
-    let u = UnitFile::parse(text).map_err(|source| DataStepError::UnitText {
+    let u = UnitFile::parse(text).map_err(|e| DataStepError::Unit {
         what: what.to_string(),
-        source,
+        detail: e.to_string(),
     })?;
     let image = u
         .value("Container", "Image")
-        .ok_or_else(|| DataStepError::NoImage {
+        .ok_or_else(|| DataStepError::Unit {
             what: what.to_string(),
+            detail: "no Image= in [Container]".to_string(),
         })?
         .to_string();
     let volume = u
@@ -32,9 +33,11 @@ pub fn of_text(text: &str, data_dir: &str, what: &str) -> Result<Place, DataStep
             (parts.next()? == data_dir).then(|| quadlet_volume(source))
         })
         .next()
-        .ok_or_else(|| DataStepError::NoDataVolume {
+        .ok_or_else(|| DataStepError::Unit {
             what: what.to_string(),
-            data_dir: data_dir.to_string(),
+            detail: format!(
+                "no Volume= mounted at {data_dir}; the data dir must be a volume so the new major can have one of its own"
+            ),
         })?;
     Ok(Place { image, volume })
 }

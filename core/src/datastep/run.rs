@@ -1,14 +1,19 @@
 //! The steps, in order: judge each (nothing to do, or refused), then stop, build and install.
 
-use super::phase::{Phase, Phases};
 use super::place::{self, Method, OldCluster, Place, Transfer};
 use super::{DataStepError, Params, Report, Step, StepReport};
 use crate::ansible::{Invocation, Outcome};
 use crate::host::Host;
+use crate::podman::{Finished, OneOff};
 use crate::state::StateDir;
 use crate::unit::UnitName;
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+/// The work inside the one-off containers.
+const SCRIPT: &str = include_str!("postgresql.sh");
+/// How many lines of a failed container's output its error quotes.
+const TAIL_LINES: usize = 30;
 /// A probe reads a few files: a minute is more than a loaded host needs.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -83,22 +88,21 @@ fn one(
         unit: name.service(),
         ..StepReport::default()
     };
-    let Some(moving) = places(s, p, state)? else {
+    let Some(Move { old, new }) = places(s, p, state)? else {
         return Ok(report);
     };
-    let Move { old, new } = &moving;
     let unit = report.unit.clone();
     // Preflight: every refusal comes before anything stops.
     if host.podman.image_id(&old.image)?.is_none() {
         return Err(DataStepError::OldImageGone {
             unit,
-            image: old.image.clone(),
+            image: old.image,
         });
     }
     if host.podman.image_id(&new.image)?.is_none() {
         return Err(DataStepError::NewImageMissing {
             unit,
-            image: new.image.clone(),
+            image: new.image,
         });
     }
     report.old = Some(old.clone());
@@ -107,30 +111,25 @@ fn one(
     if inv.check_mode {
         return Ok(report);
     }
-    let phases = Phases { host, unit: &unit };
+    let label = format!("data-step:{unit}");
     let old_ro = format!("{}:/old:ro", old.volume);
-    let reading = "reading the old cluster";
-    let probe = phases.run(Phase {
-        what: reading,
-        image: &old.image,
-        volumes: vec![old_ro.clone()],
-        args: &["probe"],
-        timeout: PROBE_TIMEOUT,
-    })?;
+    let probe = contained(
+        host,
+        &label,
+        &old.image,
+        vec![old_ro.clone()],
+        &["probe"],
+        PROBE_TIMEOUT,
+    )
+    .map_err(|d| probe_error(&unit, "reading the old cluster", d))?;
     let cluster = OldCluster::from_output(&probe)
-        .ok_or_else(|| phases.unsaid(reading, "major, size_kb and avail_kb", &probe))?;
-    let asking = "asking the new image its major";
-    let major = phases.run(Phase {
-        what: asking,
-        image: &new.image,
-        volumes: vec![],
-        args: &["major"],
-        timeout: PROBE_TIMEOUT,
-    })?;
+        .ok_or_else(|| probe_error(&unit, "reading the old cluster", probe.clone()))?;
+    let major = contained(host, &label, &new.image, vec![], &["major"], PROBE_TIMEOUT)
+        .map_err(|d| probe_error(&unit, "asking the new image its major", d))?;
     let new_major: u32 = place::said(&major, "major")
         .and_then(|m| m.parse().ok())
-        .ok_or_else(|| phases.unsaid(asking, "major", &major))?;
-    judge(s, &unit, &moving, &Found { cluster, new_major })?;
+        .ok_or_else(|| probe_error(&unit, "asking the new image its major", major.clone()))?;
+    judge(s, &unit, &old, &new, &cluster, new_major)?;
     report.old_major = Some(cluster.major);
     report.new_major = Some(new_major);
     report.size_kb = Some(cluster.size_kb);
@@ -161,33 +160,23 @@ fn one(
     let method = method_word(s.method);
     let mut prepare = vec!["prepare", method];
     prepare.extend(s.tables.iter().map(String::as_str));
-    let prepared = phases.run(Phase {
-        what: "copying the old cluster",
-        image: &old.image,
-        volumes: both.clone(),
-        args: &prepare,
-        timeout,
-    })?;
+    let prepared = contained(host, &label, &old.image, both.clone(), &prepare, timeout)
+        .map_err(|d| probe_error(&unit, "copying the old cluster", d))?;
     report.already = place::said(&prepared, "already") == Some("1");
     if !report.already {
         let mut build = vec!["build", method, transfer_word(s.transfer), &s.analyze];
         build.extend(s.tables.iter().map(String::as_str));
         build.push("--");
         build.extend(s.checks.iter().map(String::as_str));
-        phases.run(Phase {
-            what: "building the new cluster",
-            image: &new.image,
-            volumes: both,
-            args: &build,
-            timeout,
-        })?;
+        contained(host, &label, &new.image, both, &build, timeout)
+            .map_err(|d| probe_error(&unit, "building the new cluster", d))?;
         report.built = true;
     }
     if let Some(stage) = &p.stage {
         let file = name.file_name();
         // Recorded before the install: whatever happens after, the old place is on record
         // for the verify's prune, which never removes the one the unit mounts.
-        super::keep::note(state, &file, old)?;
+        super::keep::note(state, &file, &old)?;
         if state.install_staged(stage, &p.quadlet_dir, &file)? == crate::state::Installed::Written {
             host.systemd.daemon_reload()?;
             report.installed = true;
@@ -197,16 +186,15 @@ fn one(
     Ok(report)
 }
 
-/// What the probes found: the old cluster as the old image reads it, and the new image's major.
-struct Found {
-    cluster: OldCluster,
-    new_major: u32,
-}
-
 /// The refusals the old cluster and the new image decide.
-fn judge(s: &Step, unit: &str, moving: &Move, found: &Found) -> Result<(), DataStepError> {
-    let Move { old, new } = moving;
-    let &Found { cluster, new_major } = found;
+fn judge(
+    s: &Step,
+    unit: &str,
+    old: &Place,
+    new: &Place,
+    cluster: &OldCluster,
+    new_major: u32,
+) -> Result<(), DataStepError> {
     let unit = unit.to_string();
     if new_major < cluster.major {
         return Err(DataStepError::Downgrade {
@@ -263,4 +251,57 @@ fn transfer_word(t: Transfer) -> &'static str {
         Transfer::Copy => "copy",
         Transfer::Clone => "clone",
     }
+}
+
+fn probe_error(unit: &str, what: &'static str, detail: String) -> DataStepError {
+    DataStepError::Probe {
+        unit: unit.to_string(),
+        what,
+        detail,
+    }
+}
+
+/// Runs one phase of the script in a one-off container with no network; its output, or the
+/// tail of it (with the exit) when it failed.
+fn contained(
+    host: &Host,
+    label: &str,
+    image: &str,
+    volumes: Vec<String>,
+    args: &[&str],
+    timeout: Duration,
+) -> Result<String, String> {
+    let mut command = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        SCRIPT.to_string(),
+        "refit-data-step".to_string(),
+    ];
+    command.extend(args.iter().map(|a| a.to_string()));
+    let spec = OneOff {
+        image: image.to_string(),
+        command,
+        env: Vec::new(),
+        volumes,
+        network: Some("none".to_string()),
+        labels: HashMap::from([(
+            crate::podman::oneoff::SOURCE_LABEL.to_string(),
+            label.to_string(),
+        )]),
+    };
+    match host.podman.run_oneoff(&spec, timeout) {
+        Ok(Finished::Exited(r)) if r.rc == 0 => Ok(r.output),
+        Ok(Finished::Exited(r)) => Err(format!("exited {}:\n{}", r.rc, tail(&r.output))),
+        Ok(Finished::TimedOut { output }) => Err(format!(
+            "timed out after {} s and was killed:\n{}",
+            timeout.as_secs(),
+            tail(&output)
+        )),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn tail(output: &str) -> String {
+    let lines: Vec<&str> = output.lines().collect();
+    lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n")
 }

@@ -5,7 +5,7 @@
 //! The units and migrations are judged by the specs of `container_unit` and `run_migrations`
 //! themselves, so `begin` refuses bad input exactly as they would, before the host is touched.
 
-use super::{FlowError, Params, ParamsFault};
+use super::{FlowError, Params};
 use crate::ansible::Invocation;
 use crate::ansible::validate::validate;
 use crate::container_unit;
@@ -108,10 +108,10 @@ fn through_spec<T: serde::de::DeserializeOwned>(
     args: Value,
 ) -> Result<T, FlowError> {
     let Value::Object(args) = args else {
-        return Err(FlowError::Params(ParamsFault::NotAnObject));
+        return Err(FlowError::Params("not an object".into()));
     };
     let params = validate(spec, &args)?;
-    serde_json::from_value(Value::Object(params)).map_err(|e| FlowError::Params(e.into()))
+    serde_json::from_value(Value::Object(params)).map_err(|e| FlowError::Params(e.to_string()))
 }
 
 /// Judges the units and migrations without touching the host, and says what the plan of

@@ -9,9 +9,12 @@ use std::path::{Path, PathBuf};
 
 /// The target's name, judged before the host is touched: a plain unit name ending `.target`.
 pub fn validate(name: &str) -> Result<(), FlowError> {
-    crate::unit::name::validate_systemd_unit(name).map_err(FlowError::TargetName)?;
+    crate::unit::name::validate_systemd_unit(name)
+        .map_err(|e| FlowError::Params(format!("target: {e}")))?;
     if !name.ends_with(".target") || name.len() == ".target".len() {
-        return Err(FlowError::NotATarget(name.to_string()));
+        return Err(FlowError::Params(format!(
+            "target: {name:?} is not a target unit; give a name like foreman.target"
+        )));
     }
     Ok(())
 }

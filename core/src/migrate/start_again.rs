@@ -6,7 +6,7 @@
 use super::MigrateError;
 use crate::host::Host;
 use crate::podman::Health;
-use crate::stop_services::{StartLimit, StartOptions, StopError, start_set};
+use crate::stop_services::{StartLimit, StopError, start_set};
 use std::time::{Duration, Instant};
 
 /// The longest pause between two looks at a started container's health.
@@ -26,13 +26,7 @@ pub fn start_again(
     let set = host.systemd.show(stopped).map_err(StopError::from)?;
     // The migration's stop reset their start limit, and nothing started them since.
     let limit = StartLimit::ResetAtTheStop;
-    let how = StartOptions {
-        check: false,
-        limit,
-        start: t0,
-        deadline,
-    };
-    let started = start_set(&super::stop_host(host), &set, &how)?.started;
+    let started = start_set(&super::stop_host(host), &set, false, limit, t0, deadline)?.started;
     let services: Vec<String> = started
         .iter()
         .filter(|u| u.ends_with(".service"))

@@ -3,8 +3,8 @@
 use super::known_images::{Inspected, KnownImages};
 use super::oneoff::{Ended, OneOff, Prepared};
 use super::{
-    CallError, ContainerInfo, ContainerState, Health, Podman, PodmanError, UNIT_LABEL,
-    UnitSelection, bare_id, wire,
+    ContainerInfo, ContainerState, Health, Podman, PodmanError, UNIT_LABEL, UnitSelection, bare_id,
+    wire,
 };
 use bollard::Docker;
 use bollard::query_parameters::TagImageOptionsBuilder;
@@ -32,17 +32,17 @@ const REQUEST_TIMEOUT_SECS: u64 = 600;
 
 impl PodmanApi {
     pub fn connect(socket: &str) -> Result<Self, PodmanError> {
-        let unreachable = |source: CallError| PodmanError::Unreachable {
+        let unreachable = |detail: String| PodmanError::Unreachable {
             socket: socket.to_string(),
-            source,
+            detail,
         };
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| unreachable(e.into()))?;
+            .map_err(|e| unreachable(e.to_string()))?;
         let docker =
             Docker::connect_with_unix(socket, REQUEST_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)
-                .map_err(|e| unreachable(e.into()))?;
+                .map_err(|e| unreachable(e.to_string()))?;
         Ok(PodmanApi {
             docker,
             socket: socket.to_string(),
@@ -69,7 +69,7 @@ impl PodmanApi {
     pub(super) fn api_err(call: &str) -> impl Fn(bollard::errors::Error) -> PodmanError + '_ {
         move |e| PodmanError::Api {
             call: call.to_string(),
-            source: e.into(),
+            detail: e.to_string(),
         }
     }
 }
@@ -91,7 +91,7 @@ impl Podman for PodmanApi {
             .map(drop)
             .map_err(|e| PodmanError::Unreachable {
                 socket: self.socket.clone(),
-                source: e.into(),
+                detail: e.to_string(),
             })
     }
 
@@ -123,11 +123,11 @@ impl Podman for PodmanApi {
     }
 
     fn load_archive(&self, path: &std::path::Path) -> Result<Vec<String>, PodmanError> {
-        let err = |source: CallError| PodmanError::Api {
+        let err = |detail: String| PodmanError::Api {
             call: format!("image load {}", path.display()),
-            source,
+            detail,
         };
-        let file = std::fs::File::open(path).map_err(|e| err(e.into()))?;
+        let file = std::fs::File::open(path).map_err(|e| err(e.to_string()))?;
         // Streamed in chunks: an archive of a whole stack does not fit in memory comfortably.
         let chunks = futures_util::stream::unfold(file, |mut f| async move {
             let mut buf = vec![0u8; 1 << 20];
@@ -149,9 +149,9 @@ impl Podman for PodmanApi {
                     .import_image(opts, bollard::body_stream(chunks), None);
                 let mut loaded = Vec::new();
                 while let Some(item) = stream.next().await {
-                    let info = item.map_err(|e| err(e.into()))?;
+                    let info = item.map_err(|e| err(e.to_string()))?;
                     if let Some(e) = info.error_detail.and_then(|d| d.message) {
-                        return Err(err(CallError::Said(e)));
+                        return Err(err(e));
                     }
                     if let Some(s) = info.stream {
                         loaded.extend(s.lines().filter_map(|l| {

@@ -2,7 +2,6 @@
 //! so plans and waits can be tested without a host; `PodmanApi` speaks to the real socket.
 
 mod api;
-mod error;
 mod images;
 mod known_images;
 mod leftovers;
@@ -16,7 +15,6 @@ mod wire;
 
 pub use crate::reference::ImageRef;
 pub use api::PodmanApi;
-pub use error::{CallError, PodmanError};
 pub use images::{ImageStore, LocalImage};
 pub use oneoff::{Ended, Finished, Guard, OneOff, OneOffResult, Prepared};
 pub use secrets::SecretInfo;
@@ -27,6 +25,20 @@ pub const UNIT_LABEL: &str = "PODMAN_SYSTEMD_UNIT";
 
 /// The default podman API socket of a rootful host.
 pub const DEFAULT_SOCKET: &str = "/run/podman/podman.sock";
+
+#[derive(Debug, thiserror::Error)]
+pub enum PodmanError {
+    #[error(
+        "the podman API at {socket} is unreachable: {detail}; start it with `systemctl enable --now podman.socket`, or set podman_socket"
+    )]
+    Unreachable { socket: String, detail: String },
+    #[error(
+        "pulling {image} failed: {detail}; check the registry is reachable and the reference is right, or use pull: never with a local image"
+    )]
+    Pull { image: String, detail: String },
+    #[error("podman API call `{call}` failed: {detail}")]
+    Api { call: String, detail: String },
+}
 
 /// A container as refit needs to see it.
 #[derive(Debug, Clone, PartialEq, Eq)]

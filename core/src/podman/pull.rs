@@ -4,7 +4,7 @@
 //! `podman pull` does. It also takes a map of logins in `X-Registry-Auth`, used for every
 //! registry of the pull, mirrors included, and answers with the pulled image's ID.
 
-use super::{CallError, PodmanError, wire};
+use super::{PodmanError, wire};
 use std::time::Duration;
 
 /// Pulls `image`, with the `X-Registry-Auth` value `auth` when given, bounded by `timeout`
@@ -16,9 +16,9 @@ pub fn pull(
     timeout: Duration,
 ) -> Result<String, PodmanError> {
     let _step = crate::progress::step(format!("pulling {image}"), None);
-    let pull_err = |source: CallError| PodmanError::Pull {
+    let pull_err = |detail: String| PodmanError::Pull {
         image: image.to_string(),
-        source,
+        detail,
     };
     let path = format!(
         "/v4.0.0/libpod/images/pull?reference={}&policy=always",
@@ -29,20 +29,26 @@ pub fn pull(
         ..wire::Request::new("image pull", "POST", &path, timeout)
     };
     let wire::Response { status, body } = wire::send(socket, &req).map_err(|e| match e {
-        PodmanError::Api { source, .. } => pull_err(CallError::Unfinished {
-            secs: timeout.as_secs(),
-            source: Box::new(source),
-        }),
+        PodmanError::Api { detail, .. } => pull_err(format!(
+            "{detail}; the registry did not finish sending it within {} s (the \
+                     unit's timeout)",
+            timeout.as_secs()
+        )),
         other => other,
     })?;
     let answer = Answer::read(&body);
     if let Some(e) = answer.error {
-        return Err(pull_err(CallError::Said(e)));
+        return Err(pull_err(e));
     }
     if !(200..300).contains(&status) {
-        return Err(pull_err(CallError::status(status, &body)));
+        return Err(pull_err(format!(
+            "HTTP {status}: {}",
+            String::from_utf8_lossy(&body).trim()
+        )));
     }
-    answer.id.ok_or(pull_err(CallError::NoImageId))
+    answer
+        .id
+        .ok_or_else(|| pull_err("the pull reported success but named no image".into()))
 }
 
 /// What a pull's progress stream says in the end.

@@ -6,8 +6,8 @@
 //! A secret's value travels only in a request or response body: never in a path, a query or
 //! an error message.
 
+use super::PodmanError;
 use super::wire::{Request, Response, encode};
-use super::{CallError, PodmanError};
 use std::time::Duration;
 
 /// The label on every secret refit creates: the unit file it belongs to, so refit removes
@@ -99,7 +99,7 @@ pub fn list(socket: &str) -> Result<Vec<SecretInfo>, PodmanError> {
     }
     let listed: Vec<Listed> = serde_json::from_slice(&body).map_err(|e| PodmanError::Api {
         call: "secret list".into(),
-        source: e.into(),
+        detail: format!("podman's answer does not parse: {e}"),
     })?;
     Ok(listed
         .into_iter()
@@ -129,7 +129,7 @@ pub fn reveal(socket: &str, name: &str) -> Result<Option<String>, PodmanError> {
             // serde's message could quote the body, which holds the value.
             .map_err(|_| PodmanError::Api {
                 call: format!("secret inspect {name}"),
-                source: CallError::NotASecret,
+                detail: "podman's answer does not parse as a secret".into(),
             }),
         404 => Ok(None),
         _ => Err(failed("secret inspect", name, status, &body)),

@@ -23,21 +23,13 @@ pub enum CertError {
         source: std::sync::Arc<std::io::Error>,
     },
     #[error(
-        "{path} is not a PEM certificate ({source}); podman takes each *.crt there as a CA certificate: replace it with the CA's certificate in PEM (`openssl x509 -inform der -in CA.der -out {path}` converts a DER one), or remove it"
+        "{path} is not a PEM certificate ({detail}); podman takes each *.crt there as a CA certificate: replace it with the CA's certificate in PEM (`openssl x509 -inform der -in CA.der -out {path}` converts a DER one), or remove it"
     )]
-    BadCertificate {
-        path: PathBuf,
-        #[source]
-        source: PemFault,
-    },
+    BadCertificate { path: PathBuf, detail: String },
     #[error(
-        "{path} is not an unencrypted PEM private key ({source}); podman takes NAME.key as the key of the client certificate NAME.cert: write it with `openssl pkey -in KEY -out {path}`, or remove both files"
+        "{path} is not an unencrypted PEM private key ({detail}); podman takes NAME.key as the key of the client certificate NAME.cert: write it with `openssl pkey -in KEY -out {path}`, or remove both files"
     )]
-    BadKey {
-        path: PathBuf,
-        #[source]
-        source: PemFault,
-    },
+    BadKey { path: PathBuf, detail: String },
     #[error(
         "client certificate {cert} has no key {key} beside it; podman refuses this directory too: put the key there, or rename the file to .crt if it is a CA certificate"
     )]
@@ -50,18 +42,6 @@ pub enum CertError {
         "client certificate {cert} and key {key} do not go together, or the key is of a kind TLS cannot use; replace them with a matching pair"
     )]
     UnusablePair { cert: PathBuf, key: PathBuf },
-}
-
-/// What is wrong with the blocks of a PEM file.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum PemFault {
-    /// Shared: CertError is Clone, ureq's error is not.
-    #[error(transparent)]
-    Unparsable(std::sync::Arc<ureq::Error>),
-    #[error("a {0} block that is not DER")]
-    NotDer(&'static str),
-    #[error("no {0} block")]
-    NoBlock(&'static str),
 }
 
 /// The certs.d directories to look in, in podman's order, and the system's CA bundles.
@@ -212,43 +192,43 @@ fn read_present(path: &Path) -> Result<Option<Vec<u8>>, std::io::Error> {
 /// Every certificate of a PEM file; at least one, each a DER structure. The TLS stack would
 /// drop a malformed root without a word, so it is checked here.
 fn certificates(path: &Path, pem: &[u8]) -> Result<Vec<Certificate<'static>>, CertError> {
-    let bad = |source: PemFault| CertError::BadCertificate {
+    let bad = |detail: String| CertError::BadCertificate {
         path: path.to_path_buf(),
-        source,
+        detail,
     };
     let mut out = Vec::new();
     for item in parse_pem(pem) {
         match item {
             Ok(PemItem::Certificate(c)) if is_der_sequence(c.der()) => out.push(c),
             Ok(PemItem::Certificate(_)) => {
-                return Err(bad(PemFault::NotDer("CERTIFICATE")));
+                return Err(bad("a CERTIFICATE block that is not DER".into()));
             }
             Ok(_) => {}
-            Err(e) => return Err(bad(PemFault::Unparsable(e.into()))),
+            Err(e) => return Err(bad(e.to_string())),
         }
     }
     if out.is_empty() {
-        return Err(bad(PemFault::NoBlock("BEGIN CERTIFICATE")));
+        return Err(bad("no BEGIN CERTIFICATE block".into()));
     }
     Ok(out)
 }
 
 fn private_key(path: &Path, pem: &[u8]) -> Result<PrivateKey<'static>, CertError> {
-    let bad = |source: PemFault| CertError::BadKey {
+    let bad = |detail: String| CertError::BadKey {
         path: path.to_path_buf(),
-        source,
+        detail,
     };
     for item in parse_pem(pem) {
         match item {
             Ok(PemItem::PrivateKey(k)) if is_der_sequence(k.der()) => return Ok(k),
-            Ok(PemItem::PrivateKey(_)) => return Err(bad(PemFault::NotDer("key"))),
+            Ok(PemItem::PrivateKey(_)) => return Err(bad("a key block that is not DER".into())),
             Ok(_) => {}
-            Err(e) => return Err(bad(PemFault::Unparsable(e.into()))),
+            Err(e) => return Err(bad(e.to_string())),
         }
     }
-    Err(bad(PemFault::NoBlock(
-        "BEGIN PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY",
-    )))
+    Err(bad(
+        "no BEGIN PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY block".into(),
+    ))
 }
 
 /// Whether `der` is one DER SEQUENCE whose length covers it exactly: the outer shape of every

@@ -6,14 +6,14 @@ use super::aliases::{ALIAS_CACHE, ShortNames};
 use super::auth::{AuthError, Credentials};
 use super::certs::{CertError, CertsD, HostTls};
 use super::conf::{Endpoint, RegistriesConf};
-use super::{Location, Registry, RegistryError, Roots, Tried, Untrusted};
+use super::{Location, Registry, RegistryError, Roots, Untrusted};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 use ureq::http::Response;
 use ureq::tls::{Certificate, RootCerts, TlsConfig};
@@ -179,60 +179,65 @@ impl HttpRegistry {
         };
         let path = format!("/v2/{}/manifests/{tag}", at.repository);
         let image = format!("{}:{tag}", at.name());
-        let unreachable = |e: ureq::Error| RegistryError::Unreachable {
+        let unreachable = |detail: String| RegistryError::Unreachable {
             registry: at.registry.clone(),
             image: image.clone(),
-            source: Arc::new(e),
+            detail,
         };
-        // An insecure registry may speak plain HTTP, or TLS with a certificate nobody signed:
-        // unverified https is asked first, then http.
-        let verify = !at.insecure;
-        let agent = self.agent(verify, files);
-        let secure = format!("https://{host}{path}");
-        let (url, mut resp) = match self.head(&agent, &secure, None) {
-            Ok(r) => (secure, r),
-            Err(e) if verify && untrusted(&e) => {
-                return Err(RegistryError::Untrusted(Box::new(Untrusted {
+        // An insecure registry may speak plain HTTP, or TLS with a certificate nobody signed.
+        let tries: &[(&str, bool)] = if at.insecure {
+            &[("https", false), ("http", false)]
+        } else {
+            &[("https", true)]
+        };
+        let mut last = String::new();
+        for (scheme, verify) in tries {
+            let agent = self.agent(*verify, files);
+            let url = format!("{scheme}://{host}{path}");
+            let mut resp = match self.head(&agent, &url, None) {
+                Ok(r) => r,
+                Err(e) if *verify && untrusted(&e) => {
+                    return Err(RegistryError::Untrusted(Box::new(Untrusted {
+                        registry: at.registry.clone(),
+                        image,
+                        detail: e.to_string(),
+                        cert_dir: self.certs.dir(&at.registry),
+                    })));
+                }
+                Err(e) => {
+                    last = e.to_string();
+                    continue;
+                }
+            };
+            let mut sent = false;
+            if resp.status() == 401 {
+                let challenge = header(&resp, "www-authenticate").unwrap_or_default();
+                if let Some(auth) = self.authorize(&agent, at, &challenge) {
+                    sent = true;
+                    resp = self
+                        .head(&agent, &url, Some(&auth))
+                        .map_err(|e| unreachable(e.to_string()))?;
+                }
+            }
+            if matches!(resp.status().as_u16(), 401 | 403) {
+                return Err(RegistryError::Unauthorized {
                     registry: at.registry.clone(),
                     image,
-                    source: Arc::new(e),
-                    cert_dir: self.certs.dir(&at.registry),
-                })));
+                    status: resp.status().as_u16(),
+                    had_login: sent,
+                });
             }
-            Err(e) if verify => return Err(unreachable(e)),
-            Err(_) => {
-                let plain = format!("http://{host}{path}");
-                let r = self.head(&agent, &plain, None).map_err(unreachable)?;
-                (plain, r)
+            if !resp.status().is_success() {
+                return Err(RegistryError::Refused {
+                    registry: at.registry.clone(),
+                    image,
+                    status: resp.status().as_u16(),
+                });
             }
-        };
-        let mut sent = false;
-        if resp.status() == 401 {
-            let challenge = header(&resp, "www-authenticate").unwrap_or_default();
-            if let Some(auth) = self.authorize(&agent, at, &challenge) {
-                sent = true;
-                resp = self.head(&agent, &url, Some(&auth)).map_err(unreachable)?;
-            }
+            return header(&resp, "docker-content-digest")
+                .ok_or_else(|| unreachable("its answer carries no Docker-Content-Digest".into()));
         }
-        if matches!(resp.status().as_u16(), 401 | 403) {
-            return Err(RegistryError::Unauthorized {
-                registry: at.registry.clone(),
-                image,
-                status: resp.status().as_u16(),
-                had_login: sent,
-            });
-        }
-        if !resp.status().is_success() {
-            return Err(RegistryError::Refused {
-                registry: at.registry.clone(),
-                image,
-                status: resp.status().as_u16(),
-            });
-        }
-        header(&resp, "docker-content-digest").ok_or(RegistryError::NoDigest {
-            registry: at.registry.clone(),
-            image,
-        })
+        Err(unreachable(last))
     }
 }
 
@@ -257,7 +262,7 @@ impl Registry for HttpRegistry {
         }
         Err(RegistryError::NoCandidate {
             image: format!("{}:{}", loc.short.as_deref().unwrap_or_default(), loc.tag),
-            tried: Tried(failed),
+            tried: joined(&failed),
         })
     }
 }
@@ -265,7 +270,10 @@ impl Registry for HttpRegistry {
 impl HttpRegistry {
     /// The digest of a fully qualified name: at its mirrors, then at its registry.
     fn digest_of(&self, loc: &Location) -> Result<String, RegistryError> {
-        let endpoints = self.conf.endpoints(loc).map_err(RegistryError::Blocked)?;
+        let endpoints = self
+            .conf
+            .endpoints(loc)
+            .map_err(|b| RegistryError::Blocked(b.to_string()))?;
         let mut failed = Vec::new();
         for at in &endpoints {
             match self.digest_at(at, &loc.tag) {
@@ -278,9 +286,17 @@ impl HttpRegistry {
         }
         Err(RegistryError::NoMirror {
             image: format!("{}:{}", loc.name(), loc.tag),
-            tried: Tried(failed),
+            tried: joined(&failed),
         })
     }
+}
+
+fn joined(failed: &[RegistryError]) -> String {
+    failed
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" | ")
 }
 
 /// Whether a request failed on the server's certificate, which no retry mends: rustls's

@@ -15,13 +15,12 @@ mod location;
 pub use aliases::ShortNameError;
 pub use asked::Asked;
 pub use auth::{AuthError, Credentials, Login};
-pub use certs::{CertError, PemFault};
-pub use conf::{Blocked, Endpoint, RegistriesConf};
+pub use certs::CertError;
+pub use conf::{Endpoint, RegistriesConf};
 pub use http::HttpRegistry;
 pub use location::Location;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// Where the host's container settings are read from. `host()` gives podman's own paths (as
 /// root); tests give a tempdir.
@@ -56,19 +55,13 @@ impl Roots {
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RegistryError {
     #[error(
-        "could not ask {registry} for {image}: {source}; check the registry is reachable from this host, or run offline"
+        "could not ask {registry} for {image}: {detail}; check the registry is reachable from this host, or run offline"
     )]
     Unreachable {
         registry: String,
         image: String,
-        /// Shared: this error is Clone, ureq's is not.
-        #[source]
-        source: Arc<ureq::Error>,
+        detail: String,
     },
-    #[error(
-        "could not ask {registry} for {image}: its answer carries no Docker-Content-Digest; check the registry is reachable from this host, or run offline"
-    )]
-    NoDigest { registry: String, image: String },
     #[error(
         "{registry} answered {status} for {image}; check the reference, and the credentials in auth.json if the registry needs them"
     )]
@@ -87,16 +80,16 @@ pub enum RegistryError {
         status: u16,
         had_login: bool,
     },
-    #[error(transparent)]
-    Blocked(#[from] Blocked),
+    #[error("{0}")]
+    Blocked(String),
     #[error(
         "no mirror of {image} nor its own registry answered: {tried}; check the mirrors in registries.conf"
     )]
-    NoMirror { image: String, tried: Tried },
+    NoMirror { image: String, tried: String },
     #[error(
         "{image} names no registry, and none of the registries podman would pull it from answered: {tried}; write the full name (REGISTRY/REPOSITORY:TAG), or set a short-name alias for it"
     )]
-    NoCandidate { image: String, tried: Tried },
+    NoCandidate { image: String, tried: String },
     /// Boxed, as `ShortName` is: the error travels inside every unit's error, and should stay
     /// small there.
     #[error(transparent)]
@@ -115,32 +108,15 @@ impl From<ShortNameError> for RegistryError {
     }
 }
 
-/// What each place asked answered, in the order asked: several errors, none the one cause.
-#[derive(Debug, Clone)]
-pub struct Tried(pub Vec<RegistryError>);
-
-impl std::fmt::Display for Tried {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, e) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(" | ")?;
-            }
-            write!(f, "{e}")?;
-        }
-        Ok(())
-    }
-}
-
 #[derive(Debug, Clone, thiserror::Error)]
 #[error(
-    "{registry} sent a TLS certificate this host does not trust, for {image} ({source}); put the certificate of the CA that signed it in {}/ca.crt, where podman reads it too, or set insecure = true for the registry in registries.conf",
+    "{registry} sent a TLS certificate this host does not trust, for {image} ({detail}); put the certificate of the CA that signed it in {}/ca.crt, where podman reads it too, or set insecure = true for the registry in registries.conf",
     cert_dir.display()
 )]
 pub struct Untrusted {
     pub registry: String,
     pub image: String,
-    #[source]
-    pub source: Arc<ureq::Error>,
+    pub detail: String,
     pub cert_dir: PathBuf,
 }
 

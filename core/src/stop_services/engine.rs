@@ -111,31 +111,23 @@ pub enum StartLimit {
     ResetAtTheStop,
 }
 
-/// How a start goes.
-#[derive(Debug, Clone, Copy)]
-pub struct StartOptions {
-    /// Check mode: say what would start, and start nothing.
-    pub check: bool,
-    pub limit: StartLimit,
-    /// When the start began, and how long the whole set may take from then.
-    pub start: Instant,
-    pub deadline: Duration,
-}
-
 /// Starts the units of `set` that are not active, in dependency order (sockets before their
 /// services), each one waited for within the run's deadline before the next.
 pub fn start_set(
     host: &Host,
     set: &[UnitStatus],
-    how: &StartOptions,
+    check: bool,
+    limit: StartLimit,
+    start: Instant,
+    deadline: Duration,
 ) -> Result<Started, StopError> {
     let order = start_order(set);
     let (already_active, to_start) = split_by_activity(&order, set);
-    if !how.check {
-        if how.limit == StartLimit::Reset {
+    if !check {
+        if limit == StartLimit::Reset {
             host.systemd.reset_failed(&to_start)?;
         }
-        one_by_one(host, &to_start, Job::Start, how.start, how.deadline)?;
+        one_by_one(host, &to_start, Job::Start, start, deadline)?;
     }
     Ok(Started {
         order,

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub use engine::{
-    StartLimit, StartOptions, Started, StopOptions, Stopped, record_stop, start_set, stop_recorded,
+    StartLimit, Started, StopOptions, Stopped, record_stop, start_set, stop_recorded,
     stop_recorded_set, stop_set,
 };
 use expand::check_missing;
@@ -171,13 +171,14 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, StopErro
                 check_missing(&set, p.missing_ok)?;
             }
             let set: Vec<UnitStatus> = set.into_iter().filter(UnitStatus::exists).collect();
-            let how = StartOptions {
-                check: inv.check_mode,
-                limit: StartLimit::Reset,
+            let started = start_set(
+                host,
+                &set,
+                inv.check_mode,
+                StartLimit::Reset,
                 start,
                 deadline,
-            };
-            let started = start_set(host, &set, &how)?;
+            )?;
             if !inv.check_mode && p.state == Wanted::Restored {
                 remove_file(&record_path)?;
             }

@@ -6,7 +6,7 @@
 //! status refit has never seen. Time is a `FakeClock`, so waits take no real time.
 
 use crate::podman::{
-    CallError, ContainerInfo, ContainerState, Ended, Health, OneOff, Podman, PodmanError, Prepared,
+    ContainerInfo, ContainerState, Ended, Health, OneOff, Podman, PodmanError, Prepared,
     UnitSelection,
 };
 use crate::systemd::{Job, Systemd, SystemdError, UnitStatus};
@@ -406,7 +406,7 @@ impl Podman for SimHost {
             .cloned()
             .ok_or_else(|| PodmanError::Pull {
                 image: image.to_string(),
-                source: CallError::Said("not in the simulated registry".into()),
+                detail: "not in the simulated registry".into(),
             })?;
         self.add_image(image, &id);
         Ok(id)
@@ -494,6 +494,6 @@ fn now_secs() -> i64 {
 fn no_oneoffs() -> PodmanError {
     PodmanError::Api {
         call: "container create".into(),
-        source: CallError::Said("the simulated host runs no one-off containers".into()),
+        detail: "the simulated host runs no one-off containers".into(),
     }
 }
