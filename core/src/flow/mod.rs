@@ -101,6 +101,9 @@ pub struct Params {
     #[serde(default = "crate::container_unit::one")]
     pub max_parallel_units: u64,
     pub min_healthy_time: u64,
+    /// When the migrations' check commands run, as `run_migrations` `checks`.
+    #[serde(default)]
+    pub migration_checks: crate::migrate::Checks,
     pub keep_revisions: u64,
     pub quadlet_dir: PathBuf,
     pub systemd_dir: PathBuf,

@@ -92,6 +92,7 @@ fn migrate_params(p: &Params, flow: &str) -> Result<migrate::Params, FlowError> 
             "migrations": p.migrations,
             "images": images,
             "stop_first": true,
+            "checks": p.migration_checks.as_str(),
             "stop_record": flow,
             "stage": flow,
             "timeout": p.timeout,

@@ -95,6 +95,13 @@ pub static OPTIONS: &[OptionSpec] = &[
     )
     .default(Default::Int(1)),
     OptionSpec::new(
+        "migration_checks",
+        Kind::Str,
+        "When `begin` runs the migrations' check commands, as `run_migrations` `checks`: C(always), or C(when_kept) (only for a migration whose unit keeps running; one whose unit restarts anyway is taken as pending, and runs without a check first).",
+    )
+    .default(Default::Str("always"))
+    .choices(&["always", "when_kept"]),
+    OptionSpec::new(
         "min_healthy_time",
         Kind::Int,
         "Milliseconds a new revision must stay healthy in the start phase, as `container_unit` `min_healthy_time`: judged here, before anything is touched.",

@@ -1,7 +1,7 @@
 //! Whether a migration is pending, decided without stopping anything.
 
 use super::one::{Done, One};
-use super::params::{migrations, validate};
+use super::params::{Checks, migrations, validate};
 use super::stamp::{load_stamp, new_stamp, save_stamp, stamp_key};
 use super::{Judgement, MigrateError, Migration, Params, Report, short, source, staged};
 use crate::ansible::Invocation;
@@ -47,6 +47,8 @@ pub(super) fn judge(one: &mut One, checked_pending: Option<&str>) -> Result<Judg
         .as_deref()
         .and_then(|u| p.images.get(u.trim_end_matches(".container")));
     let staged = staged::text(m, p, state)?;
+    // Its unit restarts in this run anyway: the flow staged a new text or held a new image.
+    let restarts = staged.is_some() || staged::held(m, p, state)?.is_some();
     let mut oneoff = source::oneoff(m, &p.quadlet_dir, coming.map(String::as_str), staged)?;
     let key = stamp_key(&oneoff.source, &m.command);
     let stamp_path = state.migration_stamp(&key);
@@ -123,11 +125,14 @@ pub(super) fn judge(one: &mut One, checked_pending: Option<&str>) -> Result<Judg
         oneoff.spec.env.push(format!("{}={value}", env.variable));
         one.revealed.push(value);
     }
-    let checked = m.check_command.is_some();
+    // A unit that restarts anyway is stopped for its migration without asking: with nothing
+    // pending, the migration finds nothing to do, in the one application start it costs.
+    let unasked = p.checks == Checks::WhenKept && restarts;
+    let checked = m.check_command.is_some() && !unasked;
     if let Some(check) = m
         .check_command
         .as_ref()
-        .filter(|_| checked_pending != Some(image_id.as_str()))
+        .filter(|_| checked && checked_pending != Some(image_id.as_str()))
     {
         let spec = OneOff {
             command: check.clone(),
@@ -193,8 +198,13 @@ pub fn judge_all(p: &Params, inv: &Invocation, host: &Host) -> Result<Judgements
             },
             Judged::Pending(r) => Judgement {
                 msg: format!(
-                    "{}: pending for image {}",
+                    "{}: {} for image {}",
                     r.oneoff.source,
+                    if m.check_command.is_some() && !r.checked {
+                        "to run without its check (its unit restarts in this run anyway)"
+                    } else {
+                        "pending"
+                    },
                     short(&r.image_id)
                 ),
                 source,

@@ -14,6 +14,7 @@ mod one;
 mod params;
 mod pending;
 mod restore;
+mod same_image;
 mod source;
 pub mod spec;
 mod staged;
@@ -23,7 +24,7 @@ mod together;
 
 pub use error::MigrateError;
 pub use judge::{Judgements, judge_all};
-pub use params::{DEFAULT_MIN_HEALTHY_TIME, Migration, Params, validate};
+pub use params::{Checks, DEFAULT_MIN_HEALTHY_TIME, Migration, Params, validate};
 pub use stamp::Stamp;
 
 use crate::ansible::{Invocation, Outcome};
@@ -164,6 +165,8 @@ pub fn run_on_host(p: Params, inv: &Invocation) -> Result<Outcome, MigrateError>
 
 #[cfg(test)]
 mod run_tests;
+#[cfg(test)]
+mod same_image_tests;
 
 #[cfg(test)]
 mod tests {

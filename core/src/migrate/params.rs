@@ -41,6 +41,12 @@ pub struct Params {
     /// Migrations whose check command found work earlier in this run, by source: image ID.
     #[serde(default)]
     pub checked_pending: std::collections::HashMap<String, String>,
+    /// When a migration's check command runs.
+    #[serde(default)]
+    pub checks: Checks,
+    /// The instances of each template unit of `images`, by unit name (`worker@`: `[1, 2]`).
+    #[serde(default, deserialize_with = "instance_lists")]
+    pub instances: std::collections::HashMap<String, Vec<String>>,
     pub stop_record: String,
     /// The flow's stage (`container_unit` stage): where a migrated unit's new text waits.
     #[serde(default)]
@@ -57,11 +63,61 @@ pub struct Params {
     pub podman_socket: String,
 }
 
+/// When a migration's check command runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Checks {
+    /// Before anything stops, for every migration that has one.
+    #[default]
+    Always,
+    /// Only for a migration whose unit keeps running in this run. A unit that restarts anyway
+    /// (its new text or image is staged) is stopped for its migration without asking first,
+    /// so the migration costs one start of the application, not two.
+    WhenKept,
+}
+
+impl Checks {
+    /// The parameter's value that says this.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Checks::Always => "always",
+            Checks::WhenKept => "when_kept",
+        }
+    }
+}
+
 /// The spec's default, for parameters built without it (container_unit's default too).
 pub const DEFAULT_MIN_HEALTHY_TIME: i64 = 1000;
 
 fn default_min_healthy_time() -> u64 {
     DEFAULT_MIN_HEALTHY_TIME.unsigned_abs()
+}
+
+/// `instances`, whose entries are instance names: words, or numbers as the flows' units give
+/// them (`instances: [1, 2]`).
+fn instance_lists<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<std::collections::HashMap<String, Vec<String>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Instance {
+        Word(String),
+        Number(u64),
+    }
+    let raw = std::collections::HashMap::<String, Vec<Instance>>::deserialize(d)?;
+    Ok(raw
+        .into_iter()
+        .map(|(unit, list)| {
+            let names = list
+                .into_iter()
+                .map(|i| match i {
+                    Instance::Word(w) => w,
+                    Instance::Number(n) => n.to_string(),
+                })
+                .collect();
+            (unit, names)
+        })
+        .collect())
 }
 
 /// The call's migrations: its list, or else its one at the top level.
@@ -83,6 +139,12 @@ pub fn validate(p: &Params) -> Result<(), MigrateError> {
     }
     // Judged here, not where the record is first written: after a check container has run.
     crate::stop_services::record_path(&StateDir::new(&p.state_dir), &p.stop_record)?;
+    for (unit, list) in &p.instances {
+        for i in list {
+            crate::unit::name::validate_systemd_unit(&format!("{unit}{i}.service"))
+                .map_err(|e| MigrateError::from(e).within(&format!("instances.{unit}")))?;
+        }
+    }
     for (i, m) in migrations(p).iter().enumerate() {
         validate_one(m, p).map_err(|e| {
             if p.migrations.is_empty() {

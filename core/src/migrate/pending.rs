@@ -3,6 +3,7 @@
 
 use super::judge::{Judged, Ready, judge, named_source};
 use super::one::{Done, One};
+use super::same_image::{self, SameImage};
 use super::stamp::{new_stamp, save_stamp};
 use super::{MigrateError, Report, backup, short, staged, start_again, stop_host, tail};
 use crate::podman::{Ended, Guard, OneOff, Prepared};
@@ -62,6 +63,7 @@ fn migrate_prepared(
     } = *one;
     let stop_record = at.stop_record;
     let timeout = Duration::from_secs(p.timeout);
+    let same = same_image::units(m, p, state)?;
     if p.stop_first {
         // Pending, so the service and what needs it stop before the schema changes under them.
         let how = crate::stop_services::StopOptions {
@@ -74,20 +76,20 @@ fn migrate_prepared(
         // Migrations running at once share the run's stop record: one at a time reads, merges
         // and writes it, before its own stop; the stops themselves then run at once, each
         // recorded before it began (`together` keeps their sets apart).
+        let mut names = vec![ready.oneoff.source.clone()];
+        names.extend(same.services.iter().cloned());
         let planned = {
             let _books = at
                 .books
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            crate::stop_services::record_stop(
-                &stop_host(host),
-                state,
-                stop_record,
-                std::slice::from_ref(&ready.oneoff.source),
-                &how,
-            )?
+            crate::stop_services::record_stop(&stop_host(host), state, stop_record, &names, &how)?
         };
-        crate::stop_services::stop_recorded_set(&stop_host(host), &planned, &how)?;
+        if same.services.is_empty() {
+            crate::stop_services::stop_recorded_set(&stop_host(host), &planned, &how)?;
+        } else {
+            crate::stop_services::stop_recorded_at_once(&stop_host(host), &planned, &how)?;
+        }
         ready.report.stopped = planned.stopped;
     }
     // With its services stopped, nothing writes after the backup that a restore would lose.
@@ -114,14 +116,20 @@ fn migrate_prepared(
             secs: p.timeout,
             tail: tail(&host.podman.oneoff_output(container)),
         }),
-        Ended::Exited { rc } => exited(one, ready, container, rc),
+        Ended::Exited { rc } => exited(one, ready, container, rc, &same),
     }
 }
 
 /// A migration that ran to its exit: a failure is reported and stamps nothing; a success is
 /// stamped, and what it stopped starts again at once (`start_after`), before its output is
 /// read: the log is for the report, the exit code was enough to decide.
-fn exited(one: &One, ready: Ready, container: &Prepared, rc: i64) -> Result<Done, MigrateError> {
+fn exited(
+    one: &One,
+    ready: Ready,
+    container: &Prepared,
+    rc: i64,
+    same: &SameImage,
+) -> Result<Done, MigrateError> {
     let One {
         m, p, host, state, ..
     } = *one;
@@ -157,12 +165,21 @@ fn exited(one: &One, ready: Ready, container: &Prepared, rc: i64) -> Result<Done
     save_stamp(state, &stamp_path, &stamp)?;
     // Stamped first: a power loss before the install boots the old text on the migrated data,
     // which the next run does not migrate again, and its start phase installs.
-    report.installed = staged::install(m, p, host, state)?;
+    report.installed = staged::install(m, &same.files, p, host, state)?;
     // Up again at once: no service waits for another's migration, nor for the removal.
     if p.start_after && !report.stopped.is_empty() {
         let timeout = Duration::from_secs(p.timeout);
         let min_healthy = Duration::from_millis(p.min_healthy_time);
-        report.started = start_again::start_again(host, &report.stopped, timeout, min_healthy)?;
+        let pace = if same.services.is_empty() {
+            start_again::Pace::InOrder
+        } else {
+            start_again::Pace::AtOnce
+        };
+        let bounds = start_again::Bounds {
+            deadline: timeout,
+            min_healthy,
+        };
+        report.started = start_again::start_again(host, &report.stopped, pace, bounds)?;
     }
     report.stdout_tail = Some(tail(&host.podman.oneoff_output(container)));
     let adopted = if container.adopted {

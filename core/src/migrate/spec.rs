@@ -4,7 +4,7 @@ use crate::ansible::spec::join;
 use crate::ansible::{Default, Elem, Kind, ModuleSpec, OptionSpec, Rules};
 
 const ONE: usize = 9;
-const RUN: usize = 16;
+const RUN: usize = 18;
 
 /// A migration's `backup`, run in a one-off container before the migration.
 const BACKUP_OPTIONS: [OptionSpec; 9] = [
@@ -81,13 +81,13 @@ const RUN_OPTIONS: [OptionSpec; RUN] = [
     OptionSpec::new(
         "stop_first",
         Kind::Bool,
-        "Before a pending migration of a O(unit), stop that service and what depends on it (what requires it, binds to it or wants it, and would start it again; no target), in reverse dependency order.\nThey are recorded in the stop record O(stop_record), so C(stop_services state=restored) brings back exactly what ran.\nNothing is stopped when nothing is pending.",
+        "Before a pending migration of a O(unit), stop that service and what depends on it (what requires it, binds to it or wants it, and would start it again; no target), in reverse dependency order.\nThey are recorded in the stop record O(stop_record), so C(stop_services state=restored) brings back exactly what ran.\nWith O(stage), the other units of the stage that run the same image as the migration's unit (in O(images); a template's O(instances)) stop with it, all at once, and start again with it: they run the code the migration is for, which must not start on the old schema, and their old release would run on the new one while it migrates. A unit that has a migration of its own in the call is left to it.\nNothing is stopped when nothing is pending.",
     )
     .default(Default::Bool(false)),
     OptionSpec::new(
         "start_after",
         Kind::Bool,
-        "With O(stop_first), start what a pending migration stopped as soon as it has run, in dependency order and each one waited for, before the next migration stops anything.\nEach service is then down for its own migration and its own start, not for the other migrations. The flows set it; the stop record stays until the flow finishes, so a recovery still knows what ran.",
+        "With O(stop_first), start what a pending migration stopped as soon as it has run, in dependency order and each one waited for (with the units of its image, all at once), before the next migration stops anything.\nEach service is then down for its own migration and its own start, not for the other migrations. The flows set it; the stop record stays until the flow finishes, so a recovery still knows what ran.",
     )
     .default(Default::Bool(false)),
     OptionSpec::new(
@@ -99,6 +99,18 @@ const RUN_OPTIONS: [OptionSpec; RUN] = [
         "checked_pending",
         Kind::Dict,
         "Migrations whose check command already found work earlier in this run, as C(SOURCE: IMAGE_ID) (the O(migrations[].unit), or else its image).\nFor that image the check is not run again, only the migration. The flows pass what C(flow_state action=begin) judged (its C(migrations) with C(checked)).",
+    ),
+    OptionSpec::new(
+        "checks",
+        Kind::Str,
+        "When a migration's O(migrations[].check_command) runs.\nC(always): before anything stops, for every migration that has one; a migration it finds nothing pending for stops nothing.\nC(when_kept): only for a migration whose unit keeps running in this call's O(stage). A unit whose new text or image is staged restarts anyway, so it is stopped for its migration without asking first: the migration then costs one start of the application instead of two (the check's and the migration's), and with nothing pending the migration finds nothing to do. The upgrade and deploy flows pass C(when_kept), the update flow C(always).",
+    )
+    .default(Default::Str("always"))
+    .choices(&["always", "when_kept"]),
+    OptionSpec::new(
+        "instances",
+        Kind::Dict,
+        "The instances of each template unit of O(images), as C(worker@: [1, 2]): a pending migration of a flow stops and starts again the units of its stage that run its unit's image (see O(stop_first)), and a template's are its instances. The flows pass it.",
     ),
     OptionSpec::new(
         "restore",

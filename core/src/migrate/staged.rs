@@ -46,26 +46,42 @@ pub fn only_staged(m: &Migration, p: &Params, state: &StateDir) -> Result<bool, 
     Ok(!on_disk && text(m, p, state)?.is_some())
 }
 
-/// Installs the migrated unit's staged text (and reloads systemd) and moves its held image
-/// onto its tag; true when it changed either.
+/// Installs the staged texts of the migrated unit and of `also` (the units of its image it
+/// stopped: `same_image`), reloads systemd once, and moves their held images onto their tags;
+/// true when it changed any.
 pub fn install(
     m: &Migration,
+    also: &[String],
     p: &Params,
     host: &Host,
     state: &StateDir,
 ) -> Result<bool, MigrateError> {
-    let (Some(name), Some(file)) = (&p.stage, unit_file(m)?) else {
+    let mut files: Vec<String> = unit_file(m)?.into_iter().collect();
+    files.extend(also.iter().cloned());
+    install_files(&files, p, host, state)
+}
+
+/// Installs the staged texts of unit files, with one reload of systemd after them all, and
+/// moves their held images onto their tags; true when it changed any. Nothing without a stage.
+fn install_files(
+    files: &[String],
+    p: &Params,
+    host: &Host,
+    state: &StateDir,
+) -> Result<bool, MigrateError> {
+    let Some(name) = &p.stage else {
         return Ok(false);
     };
-    let moved = match held(m, p, state)? {
-        Some(h) => crate::podman::point_tag(host.podman, &h.image, &h.id)?,
-        None => false,
-    };
-    match state.install_staged(name, &p.quadlet_dir, &file)? {
-        Installed::Written => {
-            host.systemd.daemon_reload()?;
-            Ok(true)
+    let mut held = state.load_stage(name)?.held;
+    let (mut moved, mut written) = (false, false);
+    for file in files {
+        if let Some(h) = held.remove(file) {
+            moved |= crate::podman::point_tag(host.podman, &h.image, &h.id)?;
         }
-        Installed::NotStaged | Installed::Already => Ok(moved),
+        written |= state.install_staged(name, &p.quadlet_dir, file)? == Installed::Written;
     }
+    if written {
+        host.systemd.daemon_reload()?;
+    }
+    Ok(moved || written)
 }

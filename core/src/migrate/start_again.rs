@@ -6,27 +6,53 @@
 use super::MigrateError;
 use crate::host::Host;
 use crate::podman::Health;
-use crate::stop_services::{StartLimit, StopError, start_set};
+use crate::stop_services::{StartLimit, StopError, start_set, start_set_at_once};
 use std::time::{Duration, Instant};
 
 /// The longest pause between two looks at a started container's health.
 const POLL: Duration = Duration::from_millis(200);
 
-/// Starts `stopped` (as the migration's stop recorded them) in dependency order; returns what it
+/// How the services a migration stopped start again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pace {
+    /// One after another in dependency order, each waited for until active.
+    InOrder,
+    /// Every start handed to systemd at once (which keeps their ordering): for the services of
+    /// one image that stopped side by side (`same_image`).
+    AtOnce,
+}
+
+/// How long a start again may take, and how long each service must serve to count as back.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    pub deadline: Duration,
+    pub min_healthy: Duration,
+}
+
+/// Starts `stopped` (as the migration's stop recorded them) at `pace`; returns what it
 /// started, each active and healthy for `min_healthy`, or the first that is not within the
 /// deadline.
 pub fn start_again(
     host: &Host,
     stopped: &[String],
-    deadline: Duration,
-    min_healthy: Duration,
+    pace: Pace,
+    bounds: Bounds,
 ) -> Result<Vec<String>, MigrateError> {
+    let Bounds {
+        deadline,
+        min_healthy,
+    } = bounds;
     let t0 = host.clock.now();
     let _step = crate::progress::step(format!("starting {}", stopped.join(", ")), Some(deadline));
     let set = host.systemd.show(stopped).map_err(StopError::from)?;
-    // The migration's stop reset their start limit, and nothing started them since.
-    let limit = StartLimit::ResetAtTheStop;
-    let started = start_set(&super::stop_host(host), &set, false, limit, t0, deadline)?.started;
+    let started = match pace {
+        // The migration's stop reset their start limit, and nothing started them since.
+        Pace::InOrder => {
+            let limit = StartLimit::ResetAtTheStop;
+            start_set(&super::stop_host(host), &set, false, limit, t0, deadline)?.started
+        }
+        Pace::AtOnce => start_set_at_once(&super::stop_host(host), &set, t0, deadline)?.started,
+    };
     let services: Vec<String> = started
         .iter()
         .filter(|u| u.ends_with(".service"))

@@ -68,7 +68,10 @@ fn reach_of(m: &Migration, p: &Params, host: &Host) -> Result<Reach, MigrateErro
     let state = crate::state::StateDir::new(&p.state_dir);
     let record = crate::stop_services::record_path(&state, &p.stop_record)?;
     let one = std::slice::from_ref(&service);
-    let planned = stop_set(&super::stop_host(host), &state, &record, one, &how)?;
+    // The units of its image it stops with it are part of what it touches.
+    let mut names = super::same_image::units(m, p, &state)?.services;
+    names.push(service.clone());
+    let planned = stop_set(&super::stop_host(host), &state, &record, &names, &how)?;
     let ordered = host
         .systemd
         .show(one)
@@ -77,7 +80,7 @@ fn reach_of(m: &Migration, p: &Params, host: &Host) -> Result<Reach, MigrateErro
         .flat_map(|s| ORDERING.iter().flat_map(|k| s.list(k)))
         .collect();
     Ok(Reach {
-        stops: planned.order.into_iter().chain([service]).collect(),
+        stops: planned.order.into_iter().chain(names).collect(),
         ordered,
     })
 }

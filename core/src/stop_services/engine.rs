@@ -136,6 +136,51 @@ pub fn start_set(
     })
 }
 
+/// `stop_recorded_set` with every stop job handed to systemd at once. systemd still stops a
+/// unit ordered after another before that one, and stops side by side the units that are not
+/// ordered against each other: a migration that stops the services of one image waits for the
+/// slowest of them, not for the sum of their stops.
+pub fn stop_recorded_at_once(
+    host: &Host,
+    planned: &Stopped,
+    how: &StopOptions,
+) -> Result<(), StopError> {
+    if how.check || planned.stopped.is_empty() {
+        return Ok(());
+    }
+    host.systemd.reset_failed(&planned.stopped)?;
+    host.systemd.enqueue(Job::Stop, &planned.stopped)?;
+    wait_all(
+        host,
+        &planned.stopped,
+        Goal::Inactive,
+        how.start,
+        how.deadline,
+    )
+}
+
+/// Starts the units of `set` that are not active, every start job handed to systemd at once
+/// (ordered as `stop_recorded_at_once` says), after a stop that reset their start limit; waits
+/// until all are active within the run's deadline.
+pub fn start_set_at_once(
+    host: &Host,
+    set: &[UnitStatus],
+    start: Instant,
+    deadline: Duration,
+) -> Result<Started, StopError> {
+    let order = start_order(set);
+    let (already_active, to_start) = split_by_activity(&order, set);
+    if !to_start.is_empty() {
+        host.systemd.enqueue(Job::Start, &to_start)?;
+        wait_all(host, &to_start, Goal::Active, start, deadline)?;
+    }
+    Ok(Started {
+        order,
+        already_active,
+        started: to_start,
+    })
+}
+
 /// Stops, in reverse dependency order, whatever of a stop record's units runs again, and leaves
 /// the record as it is: what a restore of data needs first, so that nothing writes under it,
 /// when a flow started its migrated services before it failed. Returns what it stopped.

@@ -20,8 +20,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub use engine::{
-    StartLimit, Started, StopOptions, Stopped, record_stop, start_set, stop_recorded,
-    stop_recorded_set, stop_set,
+    StartLimit, Started, StopOptions, Stopped, record_stop, start_set, start_set_at_once,
+    stop_recorded, stop_recorded_at_once, stop_recorded_set, stop_set,
 };
 use expand::check_missing;
 pub use order::{start_order, stop_order};

@@ -1,0 +1,68 @@
+//! The units a pending migration of a flow stops besides its own service and what needs it:
+//! the other units of the flow's stage that run the same image. They run the code the
+//! migration is for, so their new release must not start before it ran, and their old release
+//! should not run on the schema it changes. The foremanctl way stops them too, for the whole
+//! upgrade; here they stop with the migration, side by side, and start again with its service
+//! the moment it ran, each with its new text.
+
+use super::params::migrations;
+use super::{MigrateError, Migration, Params};
+use crate::state::StateDir;
+use crate::unit::UnitName;
+use std::collections::BTreeSet;
+
+/// The units of one image a migration stops and starts with its own.
+#[derive(Debug, Default)]
+pub(super) struct SameImage {
+    /// Their services (a template's instances), sorted.
+    pub(super) services: Vec<String>,
+    /// Their unit files, whose staged text or held image is installed after the migration.
+    pub(super) files: Vec<String>,
+}
+
+/// The units of `p.images` that run the image of `m`'s unit, whose new text or image waits in
+/// the call's stage (they restart in this run anyway) and that have no migration of their own
+/// in the call. Nothing without a stage: outside a flow, a migration stops what it always did.
+pub(super) fn units(
+    m: &Migration,
+    p: &Params,
+    state: &StateDir,
+) -> Result<SameImage, MigrateError> {
+    let (Some(stage), Some(unit)) = (&p.stage, &m.unit) else {
+        return Ok(SameImage::default());
+    };
+    let own = UnitName::parse(unit)?;
+    let Some(image) = p.images.get(own.stem()) else {
+        return Ok(SameImage::default());
+    };
+    let mut migrated = BTreeSet::new();
+    for u in migrations(p).iter().filter_map(|x| x.unit.as_deref()) {
+        migrated.insert(UnitName::parse(u)?);
+    }
+    let staged = state.load_stage(stage)?;
+    let mut out = SameImage::default();
+    for (name, other) in &p.images {
+        if other != image {
+            continue;
+        }
+        let n = UnitName::parse(name)?;
+        let file = n.file_name();
+        let restarts = staged.units.contains_key(&file) || staged.held.contains_key(&file);
+        // A unit new in this run has no service to stop yet: the start phase starts it.
+        let on_host = p.quadlet_dir.join(&file).symlink_metadata().is_ok();
+        if migrated.contains(&n) || !restarts || !on_host {
+            continue;
+        }
+        if n.is_template() {
+            let instances = p.instances.get(name).map(Vec::as_slice).unwrap_or_default();
+            out.services
+                .extend(instances.iter().map(|i| n.instance_service(i)));
+        } else {
+            out.services.push(n.service());
+        }
+        out.files.push(file);
+    }
+    out.services.sort();
+    out.files.sort();
+    Ok(out)
+}

@@ -1,0 +1,189 @@
+//! A flow's migration on the simulated host, with the units of its image staged beside it:
+//! they stop with it, all at once, and start again with it, each with its new text; a unit of
+//! another image, or one not restarting, keeps running. And `checks: when_kept`: a unit that
+//! restarts anyway migrates without its check command first.
+
+use super::run;
+use super::spec::SPEC;
+use crate::podman::{ContainerInfo, ContainerState, Health};
+use crate::state::{Stage, Staged, StateDir};
+use crate::testing::sim::SimHost;
+use crate::testing::{FakePodman, respond_on};
+use serde_json::{Value, json};
+
+/// app and web (which requires app) on svc:1, side and worker@1..2 on svc:1 too, and other on
+/// svc:3; the flow's stage holds new texts on svc:2 for app, side, worker@ and other, while
+/// web keeps its text.
+struct Bed {
+    dir: tempfile::TempDir,
+    sim: SimHost,
+    podman: FakePodman,
+}
+
+const NEW: &str = "[Container]\nImage=svc:2\n";
+
+impl Bed {
+    fn new() -> Bed {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let q = dir.path().join("quadlet");
+        let sim = SimHost::with_dependency(q.clone(), "app", "web");
+        for name in ["side", "worker@", "other"] {
+            std::fs::write(
+                q.join(format!("{name}.container")),
+                "[Container]\nImage=svc:1\n",
+            )
+            .expect("write unit");
+        }
+        let others = [
+            "side.service",
+            "worker@1.service",
+            "worker@2.service",
+            "other.service",
+        ]
+        .map(String::from);
+        crate::systemd::Systemd::enqueue(&sim, crate::systemd::Job::Start, &others).expect("start");
+        sim.add_image("svc:2", "img-2");
+        sim.calls.lock().expect("calls").clear();
+        let mut podman = FakePodman {
+            calls: sim.calls.clone(),
+            ..FakePodman::default()
+        };
+        podman.images.insert("svc:2".into(), "img-2".into());
+        let all = ["app", "web", "side", "worker@1", "worker@2", "other"];
+        for unit in all.map(|u| format!("{u}.service")) {
+            podman.containers.push(ContainerInfo {
+                id: format!("c-{unit}"),
+                image_id: "img-2".into(),
+                revision: None,
+                unit,
+                state: ContainerState::Running,
+                health: Some(Health::Healthy),
+                started_at: 0,
+            });
+        }
+        let staged = |file: &str, text: &str| {
+            let s = Staged {
+                revision: format!("r-{file}"),
+                text: text.into(),
+            };
+            (file.to_string(), s)
+        };
+        let stage = Stage {
+            units: [
+                staged("app.container", NEW),
+                staged("side.container", NEW),
+                staged("worker@.container", NEW),
+                staged("other.container", "[Container]\nImage=svc:3\n"),
+            ]
+            .into(),
+            ..Stage::default()
+        };
+        StateDir::new(dir.path().join("state"))
+            .save_stage("upgrade", &stage)
+            .expect("stage");
+        Bed { dir, sim, podman }
+    }
+
+    fn run(&self, extra: Value) -> Value {
+        let mut args = json!({
+            "unit": "app", "command": ["migrate"], "check_command": ["check"],
+            "stop_first": true, "start_after": true, "stage": "upgrade",
+            "images": {"app": "svc:2", "web": "svc:1", "side": "svc:2", "worker@": "svc:2",
+                       "other": "svc:3"},
+            "instances": {"worker@": [1, "2"]},
+            "quadlet_dir": self.sim.quadlet_dir,
+            "state_dir": self.dir.path().join("state"),
+        });
+        for (k, v) in extra.as_object().expect("object") {
+            args[k] = v.clone();
+        }
+        respond_on(&SPEC, self.dir.path(), &args, &self.sim, &self.podman, run).out
+    }
+
+    fn calls(&self) -> Vec<String> {
+        std::mem::take(&mut *self.sim.calls.lock().expect("calls"))
+    }
+
+    fn text(&self, file: &str) -> String {
+        std::fs::read_to_string(self.sim.quadlet_dir.join(file)).expect("unit file")
+    }
+}
+
+#[test]
+fn the_units_of_the_migrations_image_stop_with_it_at_once_and_start_again_with_it() {
+    let bed = Bed::new();
+    let out = bed.run(json!({"checks": "when_kept"}));
+    assert_eq!(out["failed"], json!(false), "{out}");
+    let same = ["side.service", "worker@1.service", "worker@2.service"];
+    let stopped: Vec<String> = serde_json::from_value(out["stopped"].clone()).expect("list");
+    for s in same.iter().chain(&["app.service", "web.service"]) {
+        assert!(stopped.iter().any(|x| x == s), "{s} not stopped: {out}");
+    }
+    assert!(!stopped.iter().any(|x| x == "other.service"), "{out}");
+    let calls = bed.calls();
+    let at = |what: &str| calls.iter().position(|c| c == what);
+    let run = at("run img-2 migrate");
+    for s in same {
+        assert!(
+            at(&format!("stop {s}")) < run,
+            "{s} stopped first: {calls:?}"
+        );
+        assert!(
+            run < at(&format!("start {s}")),
+            "{s} started after: {calls:?}"
+        );
+    }
+    for file in ["app.container", "side.container", "worker@.container"] {
+        assert_eq!(bed.text(file), NEW, "{file} installed before its start");
+    }
+    assert_eq!(
+        bed.text("other.container"),
+        "[Container]\nImage=svc:1\n",
+        "not installed"
+    );
+    assert_eq!(bed.sim.active_state("other.service"), "active");
+    assert!(
+        !calls.iter().any(|c| c.contains("check")),
+        "when_kept asks no check: {calls:?}"
+    );
+}
+
+#[test]
+fn checks_always_asks_the_check_command_first_even_when_the_unit_restarts() {
+    let bed = Bed::new();
+    // The fake's one-offs exit 0: the check says nothing is pending.
+    let out = bed.run(json!({"checks": "always"}));
+    assert_eq!(out["ran"], json!(false), "{out}");
+    let calls = bed.calls();
+    assert!(calls.iter().any(|c| c == "run img-2 check"), "{calls:?}");
+    assert!(!calls.iter().any(|c| c.starts_with("stop ")), "{calls:?}");
+}
+
+#[test]
+fn an_instance_that_is_no_unit_name_is_refused_naming_the_parameter() {
+    let bed = Bed::new();
+    let out = bed.run(json!({"instances": {"worker@": ["a/b"]}}));
+    assert_eq!(out["failed"], json!(true), "{out}");
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("instances.worker@"), "{msg}");
+    assert!(bed.calls().is_empty());
+}
+
+#[test]
+fn a_slow_stop_does_not_hold_back_the_other_stops_of_the_image() {
+    let mut bed = Bed::new();
+    // side never stops: stopped one after another, nothing after it would be asked to stop.
+    bed.sim.stuck.insert("side.service".into());
+    let out = bed.run(json!({"checks": "when_kept", "timeout": 5}));
+    assert_eq!(out["failed"], json!(true), "{out}");
+    let calls = bed.calls();
+    for s in [
+        "worker@1.service",
+        "worker@2.service",
+        "web.service",
+        "app.service",
+    ] {
+        assert!(calls.contains(&format!("stop {s}")), "{s}: {calls:?}");
+    }
+    assert!(!calls.iter().any(|c| c.starts_with("run ")), "{calls:?}");
+}
