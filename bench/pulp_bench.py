@@ -358,7 +358,7 @@ def render_pulp(p):
             ("pulp-api's downtime", down(r, "pulp-api"), down(f, "pulp-api")),
             ("pulp-content's downtime", down(r, "pulp-content"), down(f, "pulp-content")),
             *[(f"{w}'s downtime (old container's exit to the new one's start)", down(r, w), down(f, w)) for w in WORKERS],
-            ("pulp-api's migration: refit's one-off containers (check, then migrate), (a)'s one-shot",
+            ("pulp-api's migration: refit's one-off containers (an upgrade runs no check first), (a)'s one-shot",
              ", ".join(f"{m:,} ms" for m in r["migration"]) or "–", ", ".join(f"{m:,} ms" for m in f["migration"])),
             ("every service answering the new release (the API and content app back, each worker's new "
              "container started), after the flow's start", _ms(r["every_answers_ms"]), _ms(f["every_answers_ms"])),
