@@ -198,6 +198,10 @@ impl Applier<'_> {
         } else {
             self.apply_file(t, obs, plan, &mut history).map_err(step)?;
             self.jobs().stop_all(&plan.stops).map_err(step)?;
+            // The new text is loaded: the network is made anew before its users start.
+            if let Some(r) = &plan.recreate {
+                super::network_change::recreate(self.host, r).map_err(step)?;
+            }
         }
         let reloaded = plan.file.contains(&Action::DaemonReload);
         report.result.socket_replaced =
