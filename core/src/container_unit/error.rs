@@ -115,6 +115,16 @@ pub enum UnitError {
     Reference(#[from] ReferenceError),
     #[error(transparent)]
     VolumeRecreation(#[from] NeedsRecreation),
+    /// podman would not remove a network refit makes anew (network_change.rs).
+    #[error(
+        "podman did not remove the network {network}, which the new {option}= needs made anew: {source}. Its users were started again on it as it was. Stop the containers that still use it (podman network inspect {network} lists them), then run again"
+    )]
+    NetworkNotRemoved {
+        network: String,
+        option: String,
+        #[source]
+        source: PodmanError,
+    },
 }
 
 /// A unit the run refers to that cannot be followed (references.rs).

@@ -89,11 +89,24 @@ pub fn recreate(host: &Host, r: &Recreation) -> Result<(), UnitError> {
     for svc in &running {
         host.systemd.run_job(Job::Stop, std::slice::from_ref(svc))?;
     }
-    host.podman.remove_network(&r.network)?;
+    if let Err(source) = host.podman.remove_network(&r.network) {
+        // Nothing is left stopped for a network that stays as it was.
+        start_again(host, &running, &[])?;
+        return Err(UnitError::NetworkNotRemoved {
+            network: r.network.clone(),
+            option: r.option.clone(),
+            source,
+        });
+    }
     host.systemd
         .run_job(Job::Restart, std::slice::from_ref(&r.service))?;
-    // Pods before their containers: the reverse of the stops.
-    for svc in running.iter().rev().filter(|s| !r.planned.contains(s)) {
+    start_again(host, &running, &r.planned)
+}
+
+/// Starts `stopped` again, but for those in `planned`: pods before their containers, the
+/// reverse of the stops.
+fn start_again(host: &Host, stopped: &[String], planned: &[String]) -> Result<(), UnitError> {
+    for svc in stopped.iter().rev().filter(|s| !planned.contains(s)) {
         host.systemd
             .run_job(Job::Start, std::slice::from_ref(svc))?;
     }
@@ -154,6 +167,11 @@ fn on_disk(dir: &Path) -> Result<Vec<(UnitName, UnitFile)>, UnitError> {
     let mut out = Vec::new();
     for entry in entries.flatten() {
         let file = entry.file_name().to_string_lossy().into_owned();
+        // A name without a suffix would read as a `.container`: only the files count.
+        let unit_file = file.ends_with(".container") || file.ends_with(".pod");
+        if !unit_file || entry.path().is_dir() {
+            continue;
+        }
         let Ok(name) = UnitName::parse(&file) else {
             continue;
         };
@@ -210,6 +228,7 @@ mod tests {
     #[test]
     fn the_users_are_containers_on_it_and_pods_on_it_with_their_containers() {
         let dir = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir(dir.path().join("users")).expect("mkdir");
         for (name, text) in [
             ("stack.pod", "[Pod]\nNetwork=app.network\n"),
             ("other.pod", "[Pod]\nNetwork=host\n"),
