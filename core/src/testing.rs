@@ -106,6 +106,8 @@ pub struct FakePodman {
     pub volumes: Vec<String>,
     /// The networks podman has.
     pub networks: Vec<String>,
+    /// podman refuses to remove a network, as when a container it does not stop uses it.
+    pub network_in_use: bool,
     /// RepoDigests by reference.
     pub digests: HashMap<String, Vec<String>>,
     pub containers: Vec<ContainerInfo>,
@@ -282,6 +284,12 @@ impl Podman for FakePodman {
     fn remove_network(&self, name: &str) -> Result<(), PodmanError> {
         let mut calls = self.calls.lock().expect("calls");
         calls.push(format!("network rm {name}"));
+        if self.network_in_use {
+            return Err(PodmanError::Api {
+                call: format!("network rm {name}"),
+                detail: "network is being used".into(),
+            });
+        }
         Ok(())
     }
     fn containers_of(

@@ -9,6 +9,7 @@
 //! What needs no new network: the unit's other sections (`[Unit]`, `[Service]`, `[Install]`),
 //! the options of how podman is called, and a new `NetworkName=`, which names another network.
 
+use super::error::NetworkNotRemoved;
 use super::target::Recreation;
 use super::volume_change::{changed_resource_option, resource_name};
 use super::work::Work;
@@ -92,11 +93,12 @@ pub fn recreate(host: &Host, r: &Recreation) -> Result<(), UnitError> {
     if let Err(source) = host.podman.remove_network(&r.network) {
         // Nothing is left stopped for a network that stays as it was.
         start_again(host, &running, &[])?;
-        return Err(UnitError::NetworkNotRemoved {
+        return Err(Box::new(NetworkNotRemoved {
             network: r.network.clone(),
             option: r.option.clone(),
             source,
-        });
+        })
+        .into());
     }
     host.systemd
         .run_job(Job::Restart, std::slice::from_ref(&r.service))?;
