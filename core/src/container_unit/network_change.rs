@@ -10,6 +10,7 @@
 //! the options of how podman is called, and a new `NetworkName=`, which names another network.
 
 use super::error::NetworkNotRemoved;
+use super::report::Report;
 use super::target::Recreation;
 use super::volume_change::{changed_resource_option, resource_name};
 use super::work::Work;
@@ -79,7 +80,8 @@ pub fn plan_all(host: &Host, work: &mut [Work], quadlet_dir: &Path) -> Result<()
 /// Makes the network anew: stops its running users, removes it, and starts its service again
 /// (which creates it with the unit's new options); then starts again the users that ran and
 /// that no plan of this run starts. Runs after the unit's new text is written and reloaded.
-pub fn recreate(host: &Host, r: &Recreation) -> Result<(), UnitError> {
+/// Returns the users it stopped.
+pub fn recreate(host: &Host, r: &Recreation) -> Result<Vec<String>, UnitError> {
     let statuses = host.systemd.show(&r.users)?;
     let running: Vec<String> = statuses
         .iter()
@@ -102,7 +104,40 @@ pub fn recreate(host: &Host, r: &Recreation) -> Result<(), UnitError> {
     }
     host.systemd
         .run_job(Job::Restart, std::slice::from_ref(&r.service))?;
-    start_again(host, &running, &r.planned)
+    start_again(host, &running, &r.planned)?;
+    Ok(running)
+}
+
+/// After a run that made the network anew failed: when the unit's older text went back
+/// (`rolled_back`), the network is made anew with it; then every user stopped for the first
+/// recreation runs again, including those the failure kept from their own restart. Returns
+/// the sentence for the message.
+pub fn after_failure(host: &Host, r: &Recreation, report: &Report, rolled_back: bool) -> String {
+    let again = Recreation {
+        planned: Vec::new(),
+        ..r.clone()
+    };
+    let remade = if rolled_back {
+        recreate(host, &again).map(|_| ())
+    } else {
+        Ok(())
+    };
+    let started = start_again(host, &report.stopped_users, &[]);
+    match (remade, started) {
+        (Ok(()), Ok(())) if rolled_back => format!(
+            "the network {} was made anew with the older text, and its users run again",
+            r.network
+        ),
+        (Ok(()), Ok(())) => format!(
+            "the network {} keeps the new options, and its users run again",
+            r.network
+        ),
+        (Err(e), _) | (_, Err(e)) => format!(
+            "the network {} or its users did not come back ({e}); start them with systemctl start {}",
+            r.network,
+            report.stopped_users.join(" ")
+        ),
+    }
 }
 
 /// Starts `stopped` again, but for those in `planned`: pods before their containers, the

@@ -112,3 +112,48 @@ fn a_network_podman_does_not_have_yet_is_only_written() {
         "{done:?}"
     );
 }
+
+#[test]
+fn a_user_failing_after_the_recreation_brings_the_old_network_back_with_every_user() {
+    let mut bed = Bed::new(IMAGE, "img-1");
+    let mut two = stack("v=1");
+    two["units"].as_array_mut().expect("units").push(json!(
+        {"name": "web2.container", "content": format!("[Container]\nImage={IMAGE}\nNetwork=app.network\n")}
+    ));
+    let ran = bed.run_unit(two.clone());
+    assert_eq!(ran.out["failed"], json!(false), "{}", ran.out);
+    bed.sim.networks.push("systemd-app".into());
+    let mut changed = two.clone();
+    changed["units"][0]["content"] = json!("[Network]\nDriver=loopback\nLabel=v=2\n");
+    let mut check = changed.clone();
+    check["_ansible_check_mode"] = json!(true);
+    let asked = bed.run_unit(check).out;
+    let web = unit(&asked, "web.container")["revision"]["after"]
+        .as_str()
+        .expect("revision")
+        .to_string();
+    bed.sim.crash(&web);
+    calls(&bed);
+
+    let ran = bed.run_unit(changed).out;
+    assert_eq!(ran["failed"], json!(true), "{ran}");
+    let msg = ran["msg"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("the network systemd-app was made anew with the older text"),
+        "{msg}"
+    );
+    let done = calls(&bed);
+    let removals = done
+        .iter()
+        .filter(|c| *c == "network rm systemd-app")
+        .count();
+    assert_eq!(
+        removals, 2,
+        "made anew, then again with the older text: {done:?}"
+    );
+    for svc in ["web.service", "web2.service", "side.service"] {
+        assert_eq!(bed.sim.active_state(svc), "active", "{svc}: {done:?}");
+    }
+    let text = std::fs::read_to_string(bed.dir.path().join("quadlet/app.network")).expect("file");
+    assert!(text.contains("Label=v=1"), "{text}");
+}
