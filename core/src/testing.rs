@@ -104,6 +104,10 @@ pub struct FakePodman {
     pub images: HashMap<String, String>,
     /// The volumes podman has.
     pub volumes: Vec<String>,
+    /// The networks podman has.
+    pub networks: Vec<String>,
+    /// podman refuses to remove a network, as when a container it does not stop uses it.
+    pub network_in_use: bool,
     /// RepoDigests by reference.
     pub digests: HashMap<String, Vec<String>>,
     pub containers: Vec<ContainerInfo>,
@@ -273,6 +277,20 @@ impl Podman for FakePodman {
     }
     fn volume_exists(&self, name: &str) -> Result<bool, PodmanError> {
         Ok(self.volumes.iter().any(|v| v == name))
+    }
+    fn network_exists(&self, name: &str) -> Result<bool, PodmanError> {
+        Ok(self.networks.iter().any(|n| n == name))
+    }
+    fn remove_network(&self, name: &str) -> Result<(), PodmanError> {
+        let mut calls = self.calls.lock().expect("calls");
+        calls.push(format!("network rm {name}"));
+        if self.network_in_use {
+            return Err(PodmanError::Api {
+                call: format!("network rm {name}"),
+                detail: "network is being used".into(),
+            });
+        }
+        Ok(())
     }
     fn containers_of(
         &self,

@@ -169,6 +169,7 @@ fn samples(module: &str) -> Vec<serde_json::Value> {
                 held: vec!["worker@3.service".into()],
                 socket_replaced: Some(false),
                 staged: true,
+                network_recreated: some(),
                 images_pruned: vec![cu::PrunedImage::default()],
                 history: Some(vec![cu::HistoryEntry::default()]),
                 image: cu::ImageResult {

@@ -120,6 +120,19 @@ impl Applier<'_> {
                 });
             }
         }
+        // A network made anew stopped its users: they run again, whatever failed. Its older
+        // text, when it went back, makes it anew once more.
+        for &j in &done {
+            let w = &work[j];
+            if let Some(r) = &w.plan.recreate {
+                let back = w.report.result.rolled_back;
+                let note = super::network_change::after_failure(self.host, r, &w.report, back);
+                also_rolled_back.push(UnitNote {
+                    unit: w.target.name.file_name(),
+                    note,
+                });
+            }
+        }
         Err(RunFailed {
             failed: Box::new(failed),
             also_rolled_back,
@@ -198,6 +211,11 @@ impl Applier<'_> {
         } else {
             self.apply_file(t, obs, plan, &mut history).map_err(step)?;
             self.jobs().stop_all(&plan.stops).map_err(step)?;
+            // The new text is loaded: the network is made anew before its users start.
+            if let Some(r) = &plan.recreate {
+                report.stopped_users =
+                    super::network_change::recreate(self.host, r).map_err(step)?;
+            }
         }
         let reloaded = plan.file.contains(&Action::DaemonReload);
         report.result.socket_replaced =

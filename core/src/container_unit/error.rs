@@ -115,6 +115,8 @@ pub enum UnitError {
     Reference(#[from] ReferenceError),
     #[error(transparent)]
     VolumeRecreation(#[from] NeedsRecreation),
+    #[error(transparent)]
+    NetworkNotRemoved(#[from] Box<NetworkNotRemoved>),
 }
 
 /// A unit the run refers to that cannot be followed (references.rs).
@@ -156,4 +158,16 @@ pub struct NeedsRecreation {
     pub unit: String,
     pub option: String,
     pub volume: String,
+}
+
+/// podman would not remove a network refit makes anew (container_unit/network_change.rs).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "podman did not remove the network {network}, which the new {option}= needs made anew: {source}. Its users were started again on it as it was. Stop the containers that still use it (podman network inspect {network} lists them), then run again"
+)]
+pub struct NetworkNotRemoved {
+    pub network: String,
+    pub option: String,
+    #[source]
+    pub source: PodmanError,
 }

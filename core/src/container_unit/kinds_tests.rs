@@ -226,3 +226,35 @@ fn a_volume_option_podman_cannot_change_in_place_is_refused_before_anything() {
     let about = bed.respond(stack("Label=tier=a\n[Unit]\nDescription=data\n"));
     assert_eq!(about["failed"], json!(false), "{about}");
 }
+
+#[test]
+fn a_network_podman_will_not_remove_leaves_its_users_running_and_says_so() {
+    let mut bed = Bed::new();
+    let mut args = stack("");
+    args["_ansible_diff"] = json!(true);
+    let first = bed.respond(args);
+    bed.converge(&first);
+    bed.podman.networks.push("systemd-app".into());
+    bed.podman.network_in_use = true;
+    let mut args = stack("");
+    args["units"][2]["content"] = json!("[Network]\nInternal=false\n");
+    args["_ansible_check_mode"] = json!(false);
+    let out = bed.respond(args);
+    assert_eq!(out["failed"], json!(true), "{out}");
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("podman did not remove the network systemd-app")
+            && msg.contains("network is being used"),
+        "{msg}"
+    );
+    let calls = bed.systemd.calls.lock().expect("calls").clone();
+    let at = |c: &str| calls.iter().position(|d| d == c);
+    assert!(
+        at("stop web.service") < at("start web.service") && at("stop web.service").is_some(),
+        "{calls:?}"
+    );
+    assert!(
+        !calls.iter().any(|c| c.contains("app-network.service")),
+        "{calls:?}"
+    );
+}

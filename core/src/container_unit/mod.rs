@@ -19,6 +19,7 @@ mod inputs;
 mod jobs;
 mod kept_inputs;
 mod links;
+mod network_change;
 mod observe;
 mod oneshot;
 pub mod ports;
@@ -204,6 +205,8 @@ pub fn run(p: Params, inv: &Invocation, host: &Host) -> Result<Outcome, UnitErro
         mut work,
         untouched: unchanged_by_rollback,
     } = prepare::prepare_all(host, &state, targets, &how)?;
+    // A `.network` podman can change only by making it anew: planned, and named in check mode.
+    network_change::plan_all(host, &mut work, &p.quadlet_dir)?;
     // quadlet judges every unit to be written before the first one is: a unit it rejects
     // would leave a service that no longer loads after the next daemon-reload.
     // All of them at once: a container may refer to a `.network` the same run writes.
@@ -383,6 +386,8 @@ mod image_hold_tests;
 mod kept_inputs_tests;
 #[cfg(test)]
 mod kinds_tests;
+#[cfg(test)]
+mod network_change_tests;
 #[cfg(test)]
 mod plan_bench;
 #[cfg(test)]

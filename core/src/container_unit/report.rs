@@ -20,6 +20,9 @@ pub struct Report {
     pub changed: bool,
     pub diff: Option<Diff>,
     summary: String,
+    /// For a `.network` this run made anew: the users that ran and were stopped for it, to be
+    /// started again should the run fail before their own restarts.
+    pub stopped_users: Vec<String>,
 }
 
 impl Report {
@@ -140,6 +143,7 @@ impl Report {
             // A file taken over as it is stays as its tool wrote it: there is nothing to show.
             diff: diff(t, obs).filter(|_| !kept_as_is),
             summary,
+            stopped_users: Vec::new(),
         }
     }
 }

@@ -78,6 +78,25 @@ pub struct TargetPlan {
     pub reasons: Vec<Reason>,
     pub restart_needed: bool,
     pub start_needed: bool,
+    /// For a `.network` whose change podman can apply only to a new network: its users are
+    /// stopped, the network removed and made anew (`network_change`).
+    pub recreate: Option<Recreation>,
+}
+
+/// A network to make anew, after the unit's new text is written and before its users start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recreation {
+    /// The network's name in podman (`NetworkName=`, else `systemd-STEM`).
+    pub network: String,
+    /// The option whose change needs it, as the result and the message name it.
+    pub option: String,
+    /// The network unit's service, whose start creates the network (`--ignore`).
+    pub service: String,
+    /// The services of every unit that joins the network (containers and pods, and the
+    /// containers of such pods), in the order they are stopped: containers first.
+    pub users: Vec<String>,
+    /// The users this run starts again through their own plans (their revision changed).
+    pub planned: Vec<String>,
 }
 
 impl TargetPlan {

@@ -59,27 +59,46 @@ pub fn refuse_recreation(host: &Host, targets: &[Target]) -> Result<(), UnitErro
 /// The first `[Volume]` option whose values differ between `old` and `new` and that shapes the
 /// volume; None when none does, or when `new` names another volume.
 fn changed_option(old: &UnitFile, new: &UnitFile) -> Option<String> {
-    if old.value(SECTION, "VolumeName") != new.value(SECTION, "VolumeName") {
+    changed_resource_option(SECTION, "VolumeName", &NOT_THE_VOLUME, old, new)
+}
+
+/// The first option of `section` whose values differ between `old` and `new`, leaving out
+/// `ignored` (options that say how podman is called); None when none differs, or when the
+/// option `name_key` differs, so that `new` names another resource. Shared with `.network`s.
+pub(super) fn changed_resource_option(
+    section: &str,
+    name_key: &str,
+    ignored: &[&str],
+    old: &UnitFile,
+    new: &UnitFile,
+) -> Option<String> {
+    if old.value(section, name_key) != new.value(section, name_key) {
         return None;
     }
     let keys = |u: &UnitFile| -> Vec<String> {
-        u.section(SECTION)
+        u.section(section)
             .map(|s| s.entries.iter().map(|e| e.key.clone()).collect())
             .unwrap_or_default()
     };
     let mut all = keys(new);
     all.extend(keys(old));
     all.into_iter()
-        .filter(|k| !NOT_THE_VOLUME.contains(&k.as_str()))
+        .filter(|k| !ignored.contains(&k.as_str()))
         .find(|k| {
-            let of = |u: &UnitFile| u.values(SECTION, k).map(str::to_string).collect::<Vec<_>>();
+            let of = |u: &UnitFile| u.values(section, k).map(str::to_string).collect::<Vec<_>>();
             of(old) != of(new)
         })
 }
 
 /// The volume quadlet makes of `stem.volume`: its `VolumeName=`, else `systemd-STEM`.
 fn volume_name(unit: &UnitFile, stem: &str) -> String {
-    unit.value(SECTION, "VolumeName")
+    resource_name(SECTION, "VolumeName", unit, stem)
+}
+
+/// The name podman knows a resource of `stem` by: the unit's `name_key` in `section`, else
+/// `systemd-STEM`, as quadlet names volumes and networks.
+pub(super) fn resource_name(section: &str, name_key: &str, unit: &UnitFile, stem: &str) -> String {
+    unit.value(section, name_key)
         .map(str::to_string)
         .unwrap_or_else(|| format!("systemd-{stem}"))
 }

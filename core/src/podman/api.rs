@@ -226,6 +226,12 @@ impl Podman for PodmanApi {
     fn volume_exists(&self, name: &str) -> Result<bool, PodmanError> {
         super::volumes::exists(&self.socket, name)
     }
+    fn network_exists(&self, name: &str) -> Result<bool, PodmanError> {
+        super::networks::exists(&self.socket, name)
+    }
+    fn remove_network(&self, name: &str) -> Result<(), PodmanError> {
+        super::networks::remove(&self.socket, name)
+    }
 
     fn containers_of(
         &self,

@@ -5,6 +5,7 @@ mod api;
 mod images;
 mod known_images;
 mod leftovers;
+mod networks;
 pub mod oneoff;
 mod oneoff_api;
 mod pull;
@@ -147,6 +148,10 @@ pub trait Podman: Sync + ImageStore {
     fn remove_volume(&self, name: &str) -> Result<(), PodmanError>;
     /// Whether podman has the volume `name`.
     fn volume_exists(&self, name: &str) -> Result<bool, PodmanError>;
+    /// Whether podman has the network `name`.
+    fn network_exists(&self, name: &str) -> Result<bool, PodmanError>;
+    /// Removes a network, never by force; one that is gone already is not an error.
+    fn remove_network(&self, name: &str) -> Result<(), PodmanError>;
     /// Every container quadlet started for these units.
     fn unit_containers(&self, units: &[String]) -> Result<Vec<ContainerInfo>, PodmanError> {
         self.containers_of(&UnitSelection {

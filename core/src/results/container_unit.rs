@@ -31,6 +31,10 @@ pub struct UnitResult {
     /// The new text went to the run's stage, to be installed when the unit restarts.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub staged: bool,
+    /// For a `.network`: the podman network this run made anew (in check mode: would make
+    /// anew), its users stopped first, because its change needs a new network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_recreated: Option<String>,
     pub reasons: Vec<Reason>,
     pub actions: Vec<String>,
     pub container_id: Option<String>,

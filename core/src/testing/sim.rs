@@ -18,6 +18,9 @@ use std::time::Duration;
 
 mod bed;
 mod images;
+mod plain;
+mod resources;
+use plain::{no_oneoffs, now_secs};
 mod inputs;
 pub mod meet;
 pub use bed::Bed;
@@ -52,6 +55,8 @@ pub struct SimHost {
     /// Properties a unit reports besides its state: its dependencies (`RequiredBy`, `After`,
     /// ...), as `systemctl show` gives them.
     pub props: HashMap<String, Vec<(&'static str, String)>>,
+    /// The networks podman has.
+    pub networks: Vec<String>,
     /// Units whose stop never ends: they stay deactivating.
     pub stuck: HashSet<String>,
     /// podman secrets another tool made: refit's own are not kept.
@@ -214,6 +219,9 @@ impl SimHost {
             s.active = "inactive";
             s.sub = "dead";
             s.container = None;
+            return;
+        }
+        if resources::start_resource(self, service) {
             return;
         }
         let stem = service.trim_end_matches(".service");
@@ -469,6 +477,13 @@ impl Podman for SimHost {
     fn volume_exists(&self, _name: &str) -> Result<bool, PodmanError> {
         Ok(false)
     }
+    fn network_exists(&self, name: &str) -> Result<bool, PodmanError> {
+        Ok(self.networks.iter().any(|n| n == name))
+    }
+    fn remove_network(&self, name: &str) -> Result<(), PodmanError> {
+        self.note(format!("network rm {name}"));
+        Ok(())
+    }
     fn containers_of(
         &self,
         selection: &UnitSelection<'_>,
@@ -479,21 +494,5 @@ impl Podman for SimHost {
             .filter_map(|s| s.container.clone())
             .filter(|c| selection.matches(&c.unit))
             .collect())
-    }
-}
-
-/// The simulated host prepares no one-off containers, so it has none to run or remove either:
-/// migrations run on `FakePodman`.
-/// Now, as podman dates a container's start.
-fn now_secs() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
-fn no_oneoffs() -> PodmanError {
-    PodmanError::Api {
-        call: "container create".into(),
-        detail: "the simulated host runs no one-off containers".into(),
     }
 }
