@@ -99,8 +99,11 @@ pub(super) fn judge(one: &mut One, checked_pending: Option<&str>) -> Result<Judg
         report.skipped_reason = Some(why);
         return decided(report, false, msg);
     }
+    // A unit that restarts anyway is stopped for its migration without asking: with nothing
+    // pending, the migration finds nothing to do, in the one application start it costs.
+    let unasked = p.checks == Checks::WhenKept && restarts;
     if inv.check_mode {
-        let msg = match &m.check_command {
+        let msg = match m.check_command.as_ref().filter(|_| !unasked) {
             Some(_) => format!(
                 "{}: would run the check command, and the migration if it reports pending work",
                 oneoff.source
@@ -125,9 +128,6 @@ pub(super) fn judge(one: &mut One, checked_pending: Option<&str>) -> Result<Judg
         oneoff.spec.env.push(format!("{}={value}", env.variable));
         one.revealed.push(value);
     }
-    // A unit that restarts anyway is stopped for its migration without asking: with nothing
-    // pending, the migration finds nothing to do, in the one application start it costs.
-    let unasked = p.checks == Checks::WhenKept && restarts;
     let checked = m.check_command.is_some() && !unasked;
     if let Some(check) = m
         .check_command

@@ -187,3 +187,14 @@ fn a_slow_stop_does_not_hold_back_the_other_stops_of_the_image() {
     }
     assert!(!calls.iter().any(|c| c.starts_with("run ")), "{calls:?}");
 }
+
+#[test]
+fn check_mode_says_an_upgrade_runs_the_migration_without_its_check() {
+    let bed = Bed::new();
+    let args = json!({"checks": "when_kept", "_ansible_check_mode": true});
+    let out = bed.run(args);
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("would run the migration"), "{msg}");
+    assert!(!msg.contains("check command"), "{msg}");
+    assert!(bed.calls().is_empty(), "check mode touches nothing");
+}
