@@ -150,47 +150,58 @@ fn start_again(host: &Host, stopped: &[String], planned: &[String]) -> Result<()
     Ok(())
 }
 
+/// A container or pod the run or the quadlet dir has: the units it refers to, and its services.
+struct Candidate {
+    name: UnitName,
+    refers_to: Vec<String>,
+    services: Vec<String>,
+}
+
 /// The services of the units that join `network` (a file name such as `app.network`): the
 /// run's units and those only in the quadlet dir, containers with `Network=` and pods with
 /// `Network=` and their containers. Containers come first, each group in name order.
 fn users(network: &str, work: &[Work], quadlet_dir: &Path) -> Result<Vec<String>, UnitError> {
     // Every container and pod, by file name: the run's texts, then the files on disk.
-    let mut units: Vec<(UnitName, Vec<String>, Vec<String>)> = Vec::new();
+    let mut units: Vec<Candidate> = Vec::new();
     for w in work {
         let Some(d) = &w.target.desired else { continue };
-        let refs = references(d.kind, &d.unit).into_iter().map(|r| r.to);
-        units.push((w.target.name.clone(), refs.collect(), w.target.services()));
+        units.push(Candidate {
+            name: w.target.name.clone(),
+            refers_to: references(d.kind, &d.unit)
+                .into_iter()
+                .map(|r| r.to)
+                .collect(),
+            services: w.target.services(),
+        });
     }
     for (name, unit) in on_disk(quadlet_dir)? {
-        if units
-            .iter()
-            .all(|(n, _, _)| n.file_name() != name.file_name())
-        {
-            let refs = references(name.kind(), &unit).into_iter().map(|r| r.to);
-            let services = vec![name.service()];
-            units.push((name, refs.collect(), services));
+        if units.iter().all(|c| c.name.file_name() != name.file_name()) {
+            units.push(Candidate {
+                refers_to: references(name.kind(), &unit)
+                    .into_iter()
+                    .map(|r| r.to)
+                    .collect(),
+                services: vec![name.service()],
+                name,
+            });
         }
     }
-    units.sort_by_key(|(n, _, _)| n.file_name());
+    units.sort_by_key(|c| c.name.file_name());
     let pods: Vec<String> = units
         .iter()
-        .filter(|(n, refs, _)| n.kind() == Kind::Pod && refs.iter().any(|r| r == network))
-        .map(|(n, _, _)| n.file_name())
+        .filter(|c| c.name.kind() == Kind::Pod && c.refers_to.iter().any(|r| r == network))
+        .map(|c| c.name.file_name())
         .collect();
-    let joins = |n: &UnitName, refs: &[String]| {
-        n.kind() == Kind::Container && refs.iter().any(|r| r == network || pods.contains(r))
+    let joins = |c: &Candidate| {
+        c.name.kind() == Kind::Container
+            && c.refers_to.iter().any(|r| r == network || pods.contains(r))
     };
-    let mut out: Vec<String> = Vec::new();
-    for (_, _, services) in units.iter().filter(|(n, refs, _)| joins(n, refs)) {
-        out.extend(services.iter().cloned());
-    }
-    for (_, _, services) in units
-        .iter()
-        .filter(|(n, _, _)| pods.contains(&n.file_name()))
-    {
-        out.extend(services.iter().cloned());
-    }
-    Ok(out)
+    let containers = units.iter().filter(|c| joins(c));
+    let pod_units = units.iter().filter(|c| pods.contains(&c.name.file_name()));
+    Ok(containers
+        .chain(pod_units)
+        .flat_map(|c| c.services.iter().cloned())
+        .collect())
 }
 
 /// The `.container` and `.pod` files in the quadlet dir (not templates: their instances are
