@@ -86,11 +86,25 @@ fn migrate_params(p: &Params, flow: &str) -> Result<migrate::Params, FlowError> 
             ))
         })
         .collect();
+    // A template's instances stop and start with a migration of its image; one with a canary
+    // keeps its held-back instances on their revision, so it is left to the start phase.
+    let instances: Map<String, Value> = p
+        .units
+        .iter()
+        .filter(|u| u.get("canary").is_none())
+        .filter_map(|u| {
+            Some((
+                u.get("name")?.as_str()?.to_string(),
+                u.get("instances")?.clone(),
+            ))
+        })
+        .collect();
     through_spec(
         &migrate::spec::SPEC,
         json!({
             "migrations": p.migrations,
             "images": images,
+            "instances": instances,
             "stop_first": true,
             "checks": p.migration_checks.as_str(),
             "stop_record": flow,

@@ -37,6 +37,10 @@ pub enum MigrateError {
     Stop(#[from] crate::stop_services::StopError),
     #[error(transparent)]
     Systemd(#[from] crate::systemd::SystemdError),
+    #[error(
+        "instances.{0}: give the template's instances as a list of names or numbers, as in `[1, 2]`"
+    )]
+    BadInstances(String),
     #[error("stage name {0:?} must be a plain name: letters, digits, - and _")]
     BadStage(String),
     #[error(transparent)]

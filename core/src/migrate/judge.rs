@@ -47,8 +47,11 @@ pub(super) fn judge(one: &mut One, checked_pending: Option<&str>) -> Result<Judg
         .as_deref()
         .and_then(|u| p.images.get(u.trim_end_matches(".container")));
     let staged = staged::text(m, p, state)?;
-    // Its unit restarts in this run anyway: the flow staged a new text or held a new image.
-    let restarts = staged.is_some() || staged::held(m, p, state)?.is_some();
+    // Its unit restarts in this run anyway: the flow staged a new text or held a new image
+    // (check mode stages nothing: there, the image it is about to run is another).
+    let restarts = staged.is_some()
+        || staged::held(m, p, state)?.is_some()
+        || (inv.check_mode && coming.is_some_and(|c| image_on_disk(m, p).as_deref() != Some(c)));
     let mut oneoff = source::oneoff(m, &p.quadlet_dir, coming.map(String::as_str), staged)?;
     let key = stamp_key(&oneoff.source, &m.command);
     let stamp_path = state.migration_stamp(&key);
@@ -157,6 +160,13 @@ pub(super) fn judge(one: &mut One, checked_pending: Option<&str>) -> Result<Judg
         report,
         t0,
     })))
+}
+
+/// The image the migration's unit runs as its file on disk says; None without a file.
+fn image_on_disk(m: &Migration, p: &Params) -> Option<String> {
+    source::oneoff(m, &p.quadlet_dir, None, None)
+        .ok()
+        .map(|s| s.spec.image)
 }
 
 /// A migration as the deployment names it (its unit, or else its image), so a plan can set it

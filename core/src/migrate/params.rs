@@ -45,8 +45,10 @@ pub struct Params {
     #[serde(default)]
     pub checks: Checks,
     /// The instances of each template unit of `images`, by unit name (`worker@`: `[1, 2]`).
-    #[serde(default, deserialize_with = "instance_lists")]
-    pub instances: std::collections::HashMap<String, Vec<String>>,
+    /// As given: a list, a comma-separated string or one value, as `container_unit` reads a
+    /// unit's `instances` (`instance_names` reads them).
+    #[serde(default)]
+    pub instances: Map<String, Value>,
     pub stop_record: String,
     /// The flow's stage (`container_unit` stage): where a migrated unit's new text waits.
     #[serde(default)]
@@ -86,38 +88,40 @@ impl Checks {
     }
 }
 
+impl Params {
+    /// The instance names of the template `unit` in `instances`: a list of words or numbers, a
+    /// comma-separated string, or one word or number, each a part of a unit name; none when
+    /// the template is not listed.
+    pub fn instance_names(&self, unit: &str) -> Result<Vec<String>, MigrateError> {
+        let bad = || MigrateError::BadInstances(unit.to_string());
+        let word = |v: &Value| match v {
+            Value::String(w) => Some(w.trim().to_string()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        };
+        let names: Vec<String> = match self.instances.get(unit) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(list)) => list
+                .iter()
+                .map(word)
+                .collect::<Option<_>>()
+                .ok_or_else(bad)?,
+            Some(Value::String(s)) => s.split(',').map(|w| w.trim().to_string()).collect(),
+            Some(v) => vec![word(v).ok_or_else(bad)?],
+        };
+        for i in &names {
+            crate::unit::name::validate_systemd_unit(&format!("{unit}{i}.service"))
+                .map_err(|e| MigrateError::from(e).within(&format!("instances.{unit}")))?;
+        }
+        Ok(names)
+    }
+}
+
 /// The spec's default, for parameters built without it (container_unit's default too).
 pub const DEFAULT_MIN_HEALTHY_TIME: i64 = 1000;
 
 fn default_min_healthy_time() -> u64 {
     DEFAULT_MIN_HEALTHY_TIME.unsigned_abs()
-}
-
-/// `instances`, whose entries are instance names: words, or numbers as the flows' units give
-/// them (`instances: [1, 2]`).
-fn instance_lists<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<std::collections::HashMap<String, Vec<String>>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Instance {
-        Word(String),
-        Number(u64),
-    }
-    let raw = std::collections::HashMap::<String, Vec<Instance>>::deserialize(d)?;
-    Ok(raw
-        .into_iter()
-        .map(|(unit, list)| {
-            let names = list
-                .into_iter()
-                .map(|i| match i {
-                    Instance::Word(w) => w,
-                    Instance::Number(n) => n.to_string(),
-                })
-                .collect();
-            (unit, names)
-        })
-        .collect())
 }
 
 /// The call's migrations: its list, or else its one at the top level.
@@ -139,11 +143,8 @@ pub fn validate(p: &Params) -> Result<(), MigrateError> {
     }
     // Judged here, not where the record is first written: after a check container has run.
     crate::stop_services::record_path(&StateDir::new(&p.state_dir), &p.stop_record)?;
-    for (unit, list) in &p.instances {
-        for i in list {
-            crate::unit::name::validate_systemd_unit(&format!("{unit}{i}.service"))
-                .map_err(|e| MigrateError::from(e).within(&format!("instances.{unit}")))?;
-        }
+    for unit in p.instances.keys() {
+        p.instance_names(unit)?;
     }
     for (i, m) in migrations(p).iter().enumerate() {
         validate_one(m, p).map_err(|e| {

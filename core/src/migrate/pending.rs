@@ -63,7 +63,7 @@ fn migrate_prepared(
     } = *one;
     let stop_record = at.stop_record;
     let timeout = Duration::from_secs(p.timeout);
-    let same = same_image::units(m, p, state)?;
+    let same = same_image::units(m, p, state, host)?;
     if p.stop_first {
         // Pending, so the service and what needs it stop before the schema changes under them.
         let how = crate::stop_services::StopOptions {

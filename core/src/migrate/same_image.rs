@@ -7,6 +7,7 @@
 
 use super::params::migrations;
 use super::{MigrateError, Migration, Params};
+use crate::host::Host;
 use crate::state::StateDir;
 use crate::unit::UnitName;
 use std::collections::BTreeSet;
@@ -23,10 +24,16 @@ pub(super) struct SameImage {
 /// The units of `p.images` that run the image of `m`'s unit, whose new text or image waits in
 /// the call's stage (they restart in this run anyway) and that have no migration of their own
 /// in the call. Nothing without a stage: outside a flow, a migration stops what it always did.
+///
+/// Nothing either when another migration of the call runs the same image: the image's units
+/// then wait for the start phase, after every migration, so no new code starts between two of
+/// them. And a unit ordered after another migration's service (`After=`, `Requires=`,
+/// `BindsTo=`) is left to the start phase too: it expects that migration's data.
 pub(super) fn units(
     m: &Migration,
     p: &Params,
     state: &StateDir,
+    host: &Host,
 ) -> Result<SameImage, MigrateError> {
     let (Some(stage), Some(unit)) = (&p.stage, &m.unit) else {
         return Ok(SameImage::default());
@@ -39,8 +46,14 @@ pub(super) fn units(
     for u in migrations(p).iter().filter_map(|x| x.unit.as_deref()) {
         migrated.insert(UnitName::parse(u)?);
     }
+    let shared = migrated
+        .iter()
+        .any(|n| *n != own && p.images.get(n.stem()) == Some(image));
+    if shared {
+        return Ok(SameImage::default());
+    }
     let staged = state.load_stage(stage)?;
-    let mut out = SameImage::default();
+    let mut candidates = Vec::new();
     for (name, other) in &p.images {
         if other != image {
             continue;
@@ -53,16 +66,49 @@ pub(super) fn units(
         if migrated.contains(&n) || !restarts || !on_host {
             continue;
         }
-        if n.is_template() {
-            let instances = p.instances.get(name).map(Vec::as_slice).unwrap_or_default();
-            out.services
-                .extend(instances.iter().map(|i| n.instance_service(i)));
+        let services: Vec<String> = if n.is_template() {
+            let instances = p.instance_names(name)?;
+            instances.iter().map(|i| n.instance_service(i)).collect()
         } else {
-            out.services.push(n.service());
+            vec![n.service()]
+        };
+        candidates.push((file, services));
+    }
+    let others: BTreeSet<String> = migrated
+        .iter()
+        .filter(|n| **n != own)
+        .map(UnitName::service)
+        .collect();
+    let mut out = SameImage::default();
+    for (file, services) in candidates {
+        if !services.is_empty() && ordered_after_any(host, &services, &others)? {
+            continue;
         }
+        out.services.extend(services);
         out.files.push(file);
     }
     out.services.sort();
     out.files.sort();
     Ok(out)
+}
+
+/// Whether any of `services` is ordered after, or needs, one of `others`.
+fn ordered_after_any(
+    host: &Host,
+    services: &[String],
+    others: &BTreeSet<String>,
+) -> Result<bool, MigrateError> {
+    if others.is_empty() {
+        return Ok(false);
+    }
+    let statuses = host
+        .systemd
+        .show(services)
+        .map_err(crate::stop_services::StopError::from)?;
+    Ok(statuses.iter().any(|s| {
+        ["After", "Requires", "BindsTo"]
+            .iter()
+            .flat_map(|k| s.list(k))
+            .any(|u| others.contains(&u))
+    }))
 }

@@ -198,3 +198,77 @@ fn check_mode_says_an_upgrade_runs_the_migration_without_its_check() {
     assert!(!msg.contains("check command"), "{msg}");
     assert!(bed.calls().is_empty(), "check mode touches nothing");
 }
+
+#[test]
+fn two_migrations_of_one_image_leave_its_other_units_to_the_start_phase() {
+    let bed = Bed::new();
+    let mut args = json!({
+        "migrations": [{"unit": "app", "command": ["migrate"]}, {"unit": "side", "command": ["migrate"]}],
+        "stop_first": true, "start_after": true, "stage": "upgrade",
+        "images": {"app": "svc:2", "web": "svc:1", "side": "svc:2", "worker@": "svc:2"},
+        "instances": {"worker@": "1, 2"},
+        "quadlet_dir": bed.sim.quadlet_dir,
+        "state_dir": bed.dir.path().join("state"),
+    });
+    args["checks"] = json!("when_kept");
+    let out = respond_on(&SPEC, bed.dir.path(), &args, &bed.sim, &bed.podman, run).out;
+    assert_eq!(out["failed"], json!(false), "{out}");
+    let calls = bed.calls();
+    assert!(
+        !calls.iter().any(|c| c.contains("worker@")),
+        "no new code between the two migrations: {calls:?}"
+    );
+    assert_eq!(bed.text("worker@.container"), "[Container]\nImage=svc:1\n");
+}
+
+#[test]
+fn a_unit_ordered_after_another_migrations_service_waits_for_the_start_phase() {
+    let mut bed = Bed::new();
+    // side (svc:2, as app) starts after other, which has a migration of its own.
+    bed.sim.props.insert(
+        "side.service".into(),
+        vec![("After", "other.service".into())],
+    );
+    let mut args = json!({
+        "migrations": [{"unit": "app", "command": ["migrate"]}, {"unit": "other", "command": ["migrate"]}],
+        "stop_first": true, "start_after": true, "stage": "upgrade", "checks": "when_kept",
+        "images": {"app": "svc:2", "web": "svc:1", "side": "svc:2", "other": "svc:3"},
+        "quadlet_dir": bed.sim.quadlet_dir,
+        "state_dir": bed.dir.path().join("state"),
+    });
+    args["instances"] = json!({});
+    bed.podman.images.insert("svc:3".into(), "img-3".into());
+    bed.sim.add_image("svc:3", "img-3");
+    let out = respond_on(&SPEC, bed.dir.path(), &args, &bed.sim, &bed.podman, run).out;
+    assert_eq!(out["failed"], json!(false), "{out}");
+    let stopped = out["migrations"][0]["stopped"].to_string();
+    assert!(!stopped.contains("side.service"), "{out}");
+}
+
+#[test]
+fn check_mode_without_a_stage_sees_the_unit_restart_on_its_new_image() {
+    let bed = Bed::new();
+    std::fs::remove_dir_all(bed.dir.path().join("state")).expect("no stage");
+    let out = bed.run(json!({"checks": "when_kept", "stage": null, "_ansible_check_mode": true}));
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("would run the migration"), "{msg}");
+    let out = bed.run(json!({"checks": "always", "stage": null, "_ansible_check_mode": true}));
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("would run the check command"), "{msg}");
+}
+
+#[test]
+fn instances_read_as_container_unit_reads_them_and_a_map_is_refused_by_name() {
+    let bed = Bed::new();
+    let out = bed.run(json!({"checks": "when_kept", "instances": {"worker@": "1,2"}}));
+    assert_eq!(out["failed"], json!(false), "{out}");
+    assert!(
+        out["stopped"].to_string().contains("worker@2.service"),
+        "{out}"
+    );
+    let bed = Bed::new();
+    let out = bed.run(json!({"instances": {"worker@": {"a": 1}}}));
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("instances.worker@"), "{msg}");
+    assert!(bed.calls().is_empty());
+}

@@ -69,7 +69,7 @@ fn reach_of(m: &Migration, p: &Params, host: &Host) -> Result<Reach, MigrateErro
     let record = crate::stop_services::record_path(&state, &p.stop_record)?;
     let one = std::slice::from_ref(&service);
     // The units of its image it stops with it are part of what it touches.
-    let mut names = super::same_image::units(m, p, &state)?.services;
+    let mut names = super::same_image::units(m, p, &state, host)?.services;
     names.push(service.clone());
     let planned = stop_set(&super::stop_host(host), &state, &record, &names, &how)?;
     let ordered = host
