@@ -47,10 +47,12 @@ pub(super) fn judge(one: &mut One, checked_pending: Option<&str>) -> Result<Judg
         .as_deref()
         .and_then(|u| p.images.get(u.trim_end_matches(".container")));
     let staged = staged::text(m, p, state)?;
+    // A new image held off the unit's tag until its install is the one it is about to run.
+    let held = staged::held(m, p, state)?.map(|h| h.id);
     // Its unit restarts in this run anyway: the flow staged a new text or held a new image
     // (check mode stages nothing: there, the image it is about to run is another).
     let restarts = staged.is_some()
-        || staged::held(m, p, state)?.is_some()
+        || held.is_some()
         || (inv.check_mode && coming.is_some_and(|c| image_on_disk(m, p).as_deref() != Some(c)));
     let mut oneoff = source::oneoff(m, &p.quadlet_dir, coming.map(String::as_str), staged)?;
     let key = stamp_key(&oneoff.source, &m.command);
@@ -69,8 +71,6 @@ pub(super) fn judge(one: &mut One, checked_pending: Option<&str>) -> Result<Judg
             failed: false,
         })))
     };
-    // A new image held off the unit's tag until its install is the one it is about to run.
-    let held = staged::held(m, p, state)?.map(|h| h.id);
     let image_id = match host
         .podman
         .image_id(held.as_deref().unwrap_or(&oneoff.spec.image))?
