@@ -5,6 +5,7 @@ mod api;
 mod images;
 mod known_images;
 mod leftovers;
+mod named;
 mod networks;
 pub mod oneoff;
 mod oneoff_api;

@@ -2,46 +2,28 @@
 //! step left behind.
 
 use super::PodmanError;
-use super::wire::encode;
+use super::named::{self, Named};
 use std::time::Duration;
 
-/// Seconds a removal may take: podman deletes the volume's files, which a large old cluster
-/// has many of.
-const TIMEOUT: Duration = Duration::from_secs(300);
+const VOLUMES: Named = Named {
+    collection: "volumes",
+    noun: "volume",
+    remove_verb: "remove",
+    ask_timeout: Duration::from_secs(30),
+    // podman deletes the volume's files, which a large old cluster has many of.
+    remove_timeout: Duration::from_secs(300),
+};
 
 /// Removes volume `name`; one that is gone already is not an error, one a container still
-/// uses is (podman's 409, said as such). libpod's DELETE takes a name it does not know as the
-/// unique prefix of one it does (`pgdata`, gone, would remove `pgdata-15`, the old cluster kept
-/// for rollback), while its `exists` asks for the exact name: so the DELETE is sent only for a
-/// volume that exists under exactly this name.
+/// uses is (podman's 409, said as such). Only one that exists under exactly this name is sent a
+/// DELETE, which libpod would match by prefix (`named`).
 pub fn remove(socket: &str, name: &str) -> Result<(), PodmanError> {
-    if !exists(socket, name)? {
-        return Ok(());
-    }
-    let path = format!("/v4.0.0/libpod/volumes/{}", encode(name));
-    let call = format!("volume remove {name}");
-    let req = super::wire::Request::new(&call, "DELETE", &path, TIMEOUT);
-    let super::wire::Response { status, body } = super::wire::send(socket, &req)?;
-    match status {
-        200..=299 | 404 => Ok(()),
-        _ => Err(super::wire::refused(call, status, &body)),
-    }
+    named::remove(socket, &VOLUMES, name)
 }
 
-/// Seconds the question whether a volume exists may take.
-const ASK_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Whether podman has the volume `name` (libpod answers 204 or 404).
+/// Whether podman has the volume `name`.
 pub fn exists(socket: &str, name: &str) -> Result<bool, PodmanError> {
-    let path = format!("/v4.0.0/libpod/volumes/{}/exists", encode(name));
-    let call = format!("volume exists {name}");
-    let req = super::wire::Request::new(&call, "GET", &path, ASK_TIMEOUT);
-    let super::wire::Response { status, body } = super::wire::send(socket, &req)?;
-    match status {
-        200..=299 => Ok(true),
-        404 => Ok(false),
-        _ => Err(super::wire::refused(call, status, &body)),
-    }
+    named::exists(socket, &VOLUMES, name)
 }
 
 #[cfg(test)]
