@@ -88,7 +88,12 @@ fn migrate_prepared(
         if same.services.is_empty() {
             crate::stop_services::stop_recorded_set(&stop_host(host), &planned, &how)?;
         } else {
-            crate::stop_services::stop_recorded_at_once(&stop_host(host), &planned, &how)?;
+            // The other units of the image first, so the migrated service serves until the
+            // migration can begin, and stops last, for its own stop alone.
+            let waves = same.split(&planned.stopped);
+            for wave in [&waves.same_image, &waves.own] {
+                crate::stop_services::stop_at_once(&stop_host(host), wave, &how)?;
+            }
         }
         ready.report.stopped = planned.stopped;
     }
@@ -170,16 +175,11 @@ fn exited(
     if p.start_after && !report.stopped.is_empty() {
         let timeout = Duration::from_secs(p.timeout);
         let min_healthy = Duration::from_millis(p.min_healthy_time);
-        let pace = if same.services.is_empty() {
-            start_again::Pace::InOrder
-        } else {
-            start_again::Pace::AtOnce
-        };
         let bounds = start_again::Bounds {
             deadline: timeout,
             min_healthy,
         };
-        report.started = start_again::start_again(host, &report.stopped, pace, bounds)?;
+        report.started = start_again::start_again_in_waves(host, &report.stopped, same, bounds)?;
     }
     report.stdout_tail = Some(tail(&host.podman.oneoff_output(container)));
     let adopted = if container.adopted {

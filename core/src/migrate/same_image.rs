@@ -2,8 +2,8 @@
 //! the other units of the flow's stage that run the same image. They run the code the
 //! migration is for, so their new release must not start before it ran, and their old release
 //! should not run on the schema it changes. The foremanctl way stops them too, for the whole
-//! upgrade; here they stop with the migration, side by side, and start again with its service
-//! the moment it ran, each with its new text.
+//! upgrade; here they stop with the migration, side by side, and start again, each with its new
+//! text, the moment its service serves (`start_again::start_again_in_waves`).
 
 use super::params::migrations;
 use super::{MigrateError, Migration, Params};
@@ -19,6 +19,31 @@ pub(super) struct SameImage {
     pub(super) services: Vec<String>,
     /// Their unit files, whose staged text or held image is installed after the migration.
     pub(super) files: Vec<String>,
+}
+
+impl SameImage {
+    /// Splits `units` (a stop record's) into these units, each service with its socket, and
+    /// the rest: the migrated service and what needs it.
+    pub(super) fn split(&self, units: &[String]) -> Waves {
+        let stem = |u: &str| -> String {
+            u.strip_suffix(".service")
+                .or_else(|| u.strip_suffix(".socket"))
+                .unwrap_or(u)
+                .to_string()
+        };
+        let ours: BTreeSet<String> = self.services.iter().map(|s| stem(s)).collect();
+        let (same_image, own) = units.iter().cloned().partition(|u| ours.contains(&stem(u)));
+        Waves { own, same_image }
+    }
+}
+
+/// A migration's stopped units in the two groups it stops and starts one after the other.
+#[derive(Debug, Default)]
+pub(super) struct Waves {
+    /// The migrated service and what needs it: stopped last, started first.
+    pub(super) own: Vec<String>,
+    /// The other units of its image: stopped first, started once `own` serves.
+    pub(super) same_image: Vec<String>,
 }
 
 /// The units of `p.images` that run the image of `m`'s unit, whose new text or image waits in

@@ -170,22 +170,47 @@ fn an_instance_that_is_no_unit_name_is_refused_naming_the_parameter() {
 }
 
 #[test]
-fn a_slow_stop_does_not_hold_back_the_other_stops_of_the_image() {
+fn a_slow_stop_does_not_hold_back_the_other_stops_of_the_image_and_the_migrated_one_serves_on() {
     let mut bed = Bed::new();
     // side never stops: stopped one after another, nothing after it would be asked to stop.
     bed.sim.stuck.insert("side.service".into());
     let out = bed.run(json!({"checks": "when_kept", "timeout": 5}));
     assert_eq!(out["failed"], json!(true), "{out}");
     let calls = bed.calls();
-    for s in [
-        "worker@1.service",
-        "worker@2.service",
-        "web.service",
-        "app.service",
-    ] {
+    for s in ["worker@1.service", "worker@2.service"] {
         assert!(calls.contains(&format!("stop {s}")), "{s}: {calls:?}");
     }
+    // The migration cannot begin: the migrated service and what needs it were never stopped.
+    for s in ["web.service", "app.service"] {
+        assert!(!calls.contains(&format!("stop {s}")), "{s}: {calls:?}");
+        assert_eq!(bed.sim.active_state(s), "active", "{s}");
+    }
     assert!(!calls.iter().any(|c| c.starts_with("run ")), "{calls:?}");
+}
+
+/// The migrated service and what needs it, and the other units of its image.
+const OWN: [&str; 2] = ["app.service", "web.service"];
+const SAME_IMAGE: [&str; 3] = ["side.service", "worker@1.service", "worker@2.service"];
+
+/// Asserts that the run asked `job` of every one of `first` before any of `then`.
+fn assert_jobs_in_order(calls: &[String], job: &str, first: &[&str], then: &[&str]) {
+    let at = |unit: &str| calls.iter().position(|c| *c == format!("{job} {unit}"));
+    for f in first {
+        for t in then {
+            assert!(
+                at(f).is_some() && at(f) < at(t),
+                "{job} {f}, then {t}: {calls:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_migrated_service_stops_after_the_others_of_its_image() {
+    let bed = Bed::new();
+    let out = bed.run(json!({"checks": "when_kept"}));
+    assert_eq!(out["failed"], json!(false), "{out}");
+    assert_jobs_in_order(&bed.calls(), "stop", &SAME_IMAGE, &OWN);
 }
 
 #[test]
@@ -271,4 +296,36 @@ fn instances_read_as_container_unit_reads_them_and_a_map_is_refused_by_name() {
     let msg = out["msg"].as_str().unwrap_or_default();
     assert!(msg.contains("instances.worker@"), "{msg}");
     assert!(bed.calls().is_empty());
+}
+
+#[test]
+fn the_migrated_service_starts_first_and_the_others_of_its_image_once_it_serves() {
+    let bed = Bed::new();
+    let out = bed.run(json!({"checks": "when_kept"}));
+    assert_eq!(out["failed"], json!(false), "{out}");
+    assert_jobs_in_order(&bed.calls(), "start", &OWN, &SAME_IMAGE);
+}
+
+#[test]
+fn the_others_of_its_image_stay_stopped_while_the_migrated_service_does_not_serve() {
+    let mut bed = Bed::new();
+    let app = bed
+        .podman
+        .containers
+        .iter_mut()
+        .find(|c| c.unit == "app.service")
+        .expect("app's container");
+    app.health = Some(Health::Unhealthy);
+    let out = bed.run(json!({"checks": "when_kept"}));
+    assert_eq!(out["failed"], json!(true), "{out}");
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("app.service"), "{msg}");
+    let calls = bed.calls();
+    assert!(
+        calls.contains(&"start app.service".to_string()),
+        "{calls:?}"
+    );
+    for then in ["side.service", "worker@1.service", "worker@2.service"] {
+        assert!(!calls.contains(&format!("start {then}")), "{calls:?}");
+    }
 }

@@ -4,6 +4,7 @@
 //! start alone; the start phase then finds it converged and records it as the revision that ran.
 
 use super::MigrateError;
+use super::same_image::SameImage;
 use crate::host::Host;
 use crate::podman::Health;
 use crate::stop_services::{StartLimit, StopError, start_set, start_set_at_once};
@@ -14,7 +15,7 @@ const POLL: Duration = Duration::from_millis(200);
 
 /// How the services a migration stopped start again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pace {
+enum Pace {
     /// One after another in dependency order, each waited for until active.
     InOrder,
     /// Every start handed to systemd at once (which keeps their ordering): for the services of
@@ -29,13 +30,48 @@ pub struct Bounds {
     pub min_healthy: Duration,
 }
 
+/// Starts `stopped` again; in two waves when the migration stopped the other units of its
+/// image (`same`): first its own service and what needs it, then, as soon as those serve, the
+/// others, at once, and then all of them must serve for `min_healthy` together. The migrated
+/// service is the one whose release the migration is for: its new release proves it serves
+/// before the others of its image start on the migrated data, and on a small host it starts
+/// without their starts competing for the CPU (on 2 cores, Pulp's API served 8.4 s after its
+/// start beside the content app and two workers, 4.8 s alone). Without such units, `stopped`
+/// starts in dependency order. Each wave has the whole deadline.
+pub(super) fn start_again_in_waves(
+    host: &Host,
+    stopped: &[String],
+    same: &SameImage,
+    bounds: Bounds,
+) -> Result<Vec<String>, MigrateError> {
+    if same.services.is_empty() {
+        return start_again(host, stopped, Pace::InOrder, &[], bounds);
+    }
+    let waves = same.split(stopped);
+    let serving = Bounds {
+        min_healthy: Duration::ZERO,
+        ..bounds
+    };
+    let mut started = start_again(host, &waves.own, Pace::AtOnce, &[], serving)?;
+    let first = services(&started);
+    started.extend(start_again(
+        host,
+        &waves.same_image,
+        Pace::AtOnce,
+        &first,
+        bounds,
+    )?);
+    Ok(started)
+}
+
 /// Starts `stopped` (as the migration's stop recorded them) at `pace`; returns what it
-/// started, each active and healthy for `min_healthy`, or the first that is not within the
-/// deadline.
-pub fn start_again(
+/// started once each, and each of `serving` (started before), is active and healthy for
+/// `min_healthy`, or the first that is not within the deadline.
+fn start_again(
     host: &Host,
     stopped: &[String],
     pace: Pace,
+    serving: &[String],
     bounds: Bounds,
 ) -> Result<Vec<String>, MigrateError> {
     let Bounds {
@@ -53,13 +89,19 @@ pub fn start_again(
         }
         Pace::AtOnce => start_set_at_once(&super::stop_host(host), &set, t0, deadline)?.started,
     };
-    let services: Vec<String> = started
+    let mut watched = serving.to_vec();
+    watched.extend(services(&started));
+    wait_healthy(host, &watched, t0, deadline, min_healthy)?;
+    Ok(started)
+}
+
+/// The services among `units` (not their sockets): what has a container to serve.
+fn services(units: &[String]) -> Vec<String> {
+    units
         .iter()
         .filter(|u| u.ends_with(".service"))
         .cloned()
-        .collect();
-    wait_healthy(host, &services, t0, deadline, min_healthy)?;
-    Ok(started)
+        .collect()
 }
 
 /// Waits until every container of `services` has served (running, and healthy where it has a

@@ -136,31 +136,21 @@ pub fn start_set(
     })
 }
 
-/// `stop_recorded_set` with every stop job handed to systemd at once. systemd still stops a
-/// unit ordered after another before that one, and stops side by side the units that are not
-/// ordered against each other: a migration that stops the services of one image waits for the
-/// slowest of them, not for the sum of their stops.
-pub fn stop_recorded_at_once(
-    host: &Host,
-    planned: &Stopped,
-    how: &StopOptions,
-) -> Result<(), StopError> {
-    if how.check || planned.stopped.is_empty() {
+/// Stops `units` (of a stop record already written), every stop job handed to systemd at
+/// once. systemd still stops a unit ordered after another before that one, and stops side by
+/// side the units that are not ordered against each other: a migration that stops the services
+/// of one image waits for the slowest of them, not for the sum of their stops.
+pub fn stop_at_once(host: &Host, units: &[String], how: &StopOptions) -> Result<(), StopError> {
+    if how.check || units.is_empty() {
         return Ok(());
     }
-    host.systemd.reset_failed(&planned.stopped)?;
-    host.systemd.enqueue(Job::Stop, &planned.stopped)?;
-    wait_all(
-        host,
-        &planned.stopped,
-        Goal::Inactive,
-        how.start,
-        how.deadline,
-    )
+    host.systemd.reset_failed(units)?;
+    host.systemd.enqueue(Job::Stop, units)?;
+    wait_all(host, units, Goal::Inactive, how.start, how.deadline)
 }
 
 /// Starts the units of `set` that are not active, every start job handed to systemd at once
-/// (ordered as `stop_recorded_at_once` says), after a stop that reset their start limit; waits
+/// (ordered as `stop_at_once` says), after a stop that reset their start limit; waits
 /// until all are active within the run's deadline.
 pub fn start_set_at_once(
     host: &Host,

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 pub use engine::{
     StartLimit, Started, StopOptions, Stopped, record_stop, start_set, start_set_at_once,
-    stop_recorded, stop_recorded_at_once, stop_recorded_set, stop_set,
+    stop_at_once, stop_recorded, stop_recorded_set, stop_set,
 };
 use expand::check_missing;
 pub use order::{start_order, stop_order};
