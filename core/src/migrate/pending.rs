@@ -90,7 +90,7 @@ fn migrate_prepared(
         } else {
             // The other units of the image first, so the migrated service serves until the
             // migration can begin, and stops last, for its own stop alone.
-            let waves = same.split(&planned.stopped);
+            let waves = same.waves(host, &planned.stopped)?;
             for wave in [&waves.same_image, &waves.own] {
                 crate::stop_services::stop_at_once(&stop_host(host), wave, &how)?;
             }

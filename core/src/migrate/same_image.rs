@@ -22,18 +22,15 @@ pub(super) struct SameImage {
 }
 
 impl SameImage {
-    /// Splits `units` (a stop record's) into these units, each service with its socket, and
-    /// the rest: the migrated service and what needs it.
-    pub(super) fn split(&self, units: &[String]) -> Waves {
-        let stem = |u: &str| -> String {
-            u.strip_suffix(".service")
-                .or_else(|| u.strip_suffix(".socket"))
-                .unwrap_or(u)
-                .to_string()
-        };
-        let ours: BTreeSet<String> = self.services.iter().map(|s| stem(s)).collect();
-        let (same_image, own) = units.iter().cloned().partition(|u| ours.contains(&stem(u)));
-        Waves { own, same_image }
+    /// Splits `stopped` (a stop record's units) into the two waves a migration stops and
+    /// starts: these units with whatever goes down with them or wants them (their sockets, and
+    /// a unit that needs both them and the migrated service), and the rest: the migrated
+    /// service and what needs it.
+    pub(super) fn waves(&self, host: &Host, stopped: &[String]) -> Result<Waves, MigrateError> {
+        let going = crate::stop_services::going_with(host.systemd, &self.services)
+            .map_err(MigrateError::from)?;
+        let (same_image, own) = stopped.iter().cloned().partition(|u| going.contains(u));
+        Ok(Waves { own, same_image })
     }
 }
 
@@ -42,7 +39,8 @@ impl SameImage {
 pub(super) struct Waves {
     /// The migrated service and what needs it: stopped last, started first.
     pub(super) own: Vec<String>,
-    /// The other units of its image: stopped first, started once `own` serves.
+    /// The other units of its image and what goes with them: stopped first, started once
+    /// `own` serves.
     pub(super) same_image: Vec<String>,
 }
 

@@ -1,7 +1,7 @@
 //! A flow's migration on the simulated host, with the units of its image staged beside it:
-//! they stop with it, all at once, and start again with it, each with its new text; a unit of
-//! another image, or one not restarting, keeps running. And `checks: when_kept`: a unit that
-//! restarts anyway migrates without its check command first.
+//! they stop just before it, all at once, and start again once it serves, each with its new
+//! text; a unit of another image, or one not restarting, keeps running. And `checks:
+//! when_kept`: a unit that restarts anyway migrates without its check command first.
 
 use super::run;
 use super::spec::SPEC;
@@ -110,7 +110,7 @@ impl Bed {
 }
 
 #[test]
-fn the_units_of_the_migrations_image_stop_with_it_at_once_and_start_again_with_it() {
+fn the_units_of_the_migrations_image_stop_for_it_and_start_again_after_it() {
     let bed = Bed::new();
     let out = bed.run(json!({"checks": "when_kept"}));
     assert_eq!(out["failed"], json!(false), "{out}");
@@ -172,7 +172,7 @@ fn an_instance_that_is_no_unit_name_is_refused_naming_the_parameter() {
 #[test]
 fn a_slow_stop_does_not_hold_back_the_other_stops_of_the_image_and_the_migrated_one_serves_on() {
     let mut bed = Bed::new();
-    // side never stops: stopped one after another, nothing after it would be asked to stop.
+    // side never stops: the other stops of its wave are asked for all the same.
     bed.sim.stuck.insert("side.service".into());
     let out = bed.run(json!({"checks": "when_kept", "timeout": 5}));
     assert_eq!(out["failed"], json!(true), "{out}");
@@ -328,4 +328,38 @@ fn the_others_of_its_image_stay_stopped_while_the_migrated_service_does_not_serv
     for then in ["side.service", "worker@1.service", "worker@2.service"] {
         assert!(!calls.contains(&format!("start {then}")), "{calls:?}");
     }
+}
+
+#[test]
+fn a_unit_that_wants_one_of_the_image_stops_and_starts_in_its_wave_and_is_watched() {
+    let mut bed = Bed::new();
+    // helper wants side (as refit writes `depends_on`): it must stop before side, and not
+    // start before app serves, or it would pull side up early.
+    bed.sim.props.insert(
+        "side.service".into(),
+        vec![("WantedBy", "helper.service".into())],
+    );
+    bed.sim.props.insert(
+        "helper.service".into(),
+        vec![
+            ("Wants", "side.service".into()),
+            ("After", "side.service".into()),
+        ],
+    );
+    let helper = ["helper.service".to_string()];
+    crate::systemd::Systemd::enqueue(&bed.sim, crate::systemd::Job::Start, &helper).expect("start");
+    let mut container = bed.podman.containers[0].clone();
+    container.id = "c-helper".into();
+    container.unit = "helper.service".into();
+    container.health = Some(Health::Unhealthy);
+    bed.podman.containers.push(container);
+    bed.calls();
+    let out = bed.run(json!({"checks": "when_kept"}));
+    // helper is unhealthy after its start: watched, so the run fails naming it.
+    assert_eq!(out["failed"], json!(true), "{out}");
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("helper.service"), "{msg}");
+    let calls = bed.calls();
+    assert_jobs_in_order(&calls, "stop", &["helper.service"], &OWN);
+    assert_jobs_in_order(&calls, "start", &OWN, &["helper.service"]);
 }

@@ -81,13 +81,13 @@ const RUN_OPTIONS: [OptionSpec; RUN] = [
     OptionSpec::new(
         "stop_first",
         Kind::Bool,
-        "Before a pending migration of a O(unit), stop that service and what depends on it (what requires it, binds to it or wants it, and would start it again; no target), in reverse dependency order.\nThey are recorded in the stop record O(stop_record), so C(stop_services state=restored) brings back exactly what ran.\nWith O(stage), the other units of the stage that run the same image as the migration's unit (in O(images); a template's O(instances)) stop with it, all at once, and start again with it: they run the code the migration is for, which must not start on the old schema, and their old release would run on the new one while it migrates. Left alone: a unit with a migration of its own in the call, the units of an image two migrations of the call share, and a unit ordered after another migration's service.\nNothing is stopped when nothing is pending.",
+        "Before a pending migration of a O(unit), stop that service and what depends on it (what requires it, binds to it or wants it, and would start it again; no target), in reverse dependency order.\nThey are recorded in the stop record O(stop_record), so C(stop_services state=restored) brings back exactly what ran.\nWith O(stage), the other units of the stage that run the same image as the migration's unit (in O(images); a template's O(instances)) stop just before it, all at once, and start again all at once as soon as it serves: they run the code the migration is for, which must not start on the old schema, and their old release would run on the new one while it migrates. Left alone: a unit with a migration of its own in the call, the units of an image two migrations of the call share, and a unit ordered after another migration's service.\nNothing is stopped when nothing is pending.",
     )
     .default(Default::Bool(false)),
     OptionSpec::new(
         "start_after",
         Kind::Bool,
-        "With O(stop_first), start what a pending migration stopped as soon as it has run, in dependency order and each one waited for (with the units of its image, all at once), before the next migration stops anything.\nEach service is then down for its own migration and its own start, not for the other migrations. The flows set it; the stop record stays until the flow finishes, so a recovery still knows what ran.",
+        "With O(stop_first), start what a pending migration stopped as soon as it has run, in dependency order and each one waited for (the units of its image all at once, once it serves), before the next migration stops anything.\nEach service is then down for its own migration and its own start, not for the other migrations. The flows set it; the stop record stays until the flow finishes, so a recovery still knows what ran.",
     )
     .default(Default::Bool(false)),
     OptionSpec::new(

@@ -32,66 +32,92 @@ pub struct Bounds {
 
 /// Starts `stopped` again; in two waves when the migration stopped the other units of its
 /// image (`same`): first its own service and what needs it, then, as soon as those serve, the
-/// others, at once, and then all of them must serve for `min_healthy` together. The migrated
-/// service is the one whose release the migration is for: its new release proves it serves
-/// before the others of its image start on the migrated data, and on a small host it starts
-/// without their starts competing for the CPU (on 2 cores, Pulp's API served 8.4 s after its
-/// start beside the content app and two workers, 4.8 s alone). Without such units, `stopped`
-/// starts in dependency order. Each wave has the whole deadline.
+/// others (`SameImage::waves`), at once, and then all of them must serve for `min_healthy`
+/// together. The migrated service is the one whose release the migration is for: its new
+/// release proves it serves before the others of its image start on the migrated data, and on
+/// a small host it starts without their starts competing for the CPU (on 2 cores, Pulp's API
+/// served 8.4 s after its start beside the content app and two workers, 4.8 s alone). Without
+/// such units, `stopped` starts in dependency order. Both waves share the one deadline.
 pub(super) fn start_again_in_waves(
     host: &Host,
     stopped: &[String],
     same: &SameImage,
     bounds: Bounds,
 ) -> Result<Vec<String>, MigrateError> {
+    let since = host.clock.now();
     if same.services.is_empty() {
-        return start_again(host, stopped, Pace::InOrder, &[], bounds);
+        let wave = Wave {
+            units: stopped,
+            pace: Pace::InOrder,
+            serving: &[],
+        };
+        return start_again(host, &wave, since, bounds);
     }
-    let waves = same.split(stopped);
-    let serving = Bounds {
+    let waves = same.waves(host, stopped)?;
+    // Every service of a wave is watched, also one a unit of the wave pulled up already.
+    let own = services(&waves.own);
+    let first = Wave {
+        units: &waves.own,
+        pace: Pace::AtOnce,
+        serving: &own,
+    };
+    let until_served = Bounds {
         min_healthy: Duration::ZERO,
         ..bounds
     };
-    let mut started = start_again(host, &waves.own, Pace::AtOnce, &[], serving)?;
-    let first = services(&started);
-    started.extend(start_again(
-        host,
-        &waves.same_image,
-        Pace::AtOnce,
-        &first,
-        bounds,
-    )?);
+    let mut started = start_again(host, &first, since, until_served)?;
+    let all = services(stopped);
+    let then = Wave {
+        units: &waves.same_image,
+        pace: Pace::AtOnce,
+        serving: &all,
+    };
+    started.extend(start_again(host, &then, since, bounds)?);
     Ok(started)
 }
 
-/// Starts `stopped` (as the migration's stop recorded them) at `pace`; returns what it
-/// started once each, and each of `serving` (started before), is active and healthy for
-/// `min_healthy`, or the first that is not within the deadline.
+/// One start of a migration's stopped units.
+struct Wave<'a> {
+    /// What to start (what of it is active already stays as it is).
+    units: &'a [String],
+    pace: Pace,
+    /// The services that must serve besides those this wave starts.
+    serving: &'a [String],
+}
+
+/// Starts a wave at its pace; returns what it started once that and every one of its
+/// `serving` is active and healthy for `min_healthy`, or the first that is not, `deadline`
+/// after `since`.
 fn start_again(
     host: &Host,
-    stopped: &[String],
-    pace: Pace,
-    serving: &[String],
+    wave: &Wave,
+    since: Instant,
     bounds: Bounds,
 ) -> Result<Vec<String>, MigrateError> {
     let Bounds {
         deadline,
         min_healthy,
     } = bounds;
-    let t0 = host.clock.now();
-    let _step = crate::progress::step(format!("starting {}", stopped.join(", ")), Some(deadline));
-    let set = host.systemd.show(stopped).map_err(StopError::from)?;
-    let started = match pace {
+    let _step = crate::progress::step(
+        format!("starting {}", wave.units.join(", ")),
+        Some(deadline),
+    );
+    let set = host.systemd.show(wave.units).map_err(StopError::from)?;
+    let started = match wave.pace {
         // The migration's stop reset their start limit, and nothing started them since.
         Pace::InOrder => {
             let limit = StartLimit::ResetAtTheStop;
-            start_set(&super::stop_host(host), &set, false, limit, t0, deadline)?.started
+            start_set(&super::stop_host(host), &set, false, limit, since, deadline)?.started
         }
-        Pace::AtOnce => start_set_at_once(&super::stop_host(host), &set, t0, deadline)?.started,
+        Pace::AtOnce => start_set_at_once(&super::stop_host(host), &set, since, deadline)?.started,
     };
-    let mut watched = serving.to_vec();
-    watched.extend(services(&started));
-    wait_healthy(host, &watched, t0, deadline, min_healthy)?;
+    let mut watched = wave.serving.to_vec();
+    for s in services(&started) {
+        if !watched.contains(&s) {
+            watched.push(s);
+        }
+    }
+    wait_healthy(host, &watched, since, deadline, min_healthy)?;
     Ok(started)
 }
 

@@ -76,3 +76,12 @@ pub(super) fn check_missing(set: &[UnitStatus], missing_ok: bool) -> Result<(), 
         _ => Ok(()),
     }
 }
+
+/// The names of what a stop of `names` with dependents takes (`expand`), where they exist:
+/// what must go down before them and come back after them.
+pub fn going_with(systemd: &dyn Systemd, names: &[String]) -> Result<BTreeSet<String>, StopError> {
+    Ok(expand(systemd, names, true, true)?
+        .into_iter()
+        .map(|s| s.name)
+        .collect())
+}

@@ -24,6 +24,7 @@ pub use engine::{
     stop_at_once, stop_recorded, stop_recorded_set, stop_set,
 };
 use expand::check_missing;
+pub use expand::going_with;
 pub use order::{start_order, stop_order};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
