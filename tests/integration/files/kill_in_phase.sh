@@ -52,12 +52,14 @@ at=$(($(date +%s%3N) - run_t0))
 timer=$!
 wait "$pid" 2> /dev/null || true
 kill "$timer" 2> /dev/null || true
-# Every module it left on the host finishes, seen as refit's state lock free (a module outlives
-# a killed controller, as over SSH), at most 300 s: a rollback the killed controller had
-# started runs on to its end, and was seen to take over 120 s once (its convergence wait).
-if ! "$bed" exec "$host" sh -c '[ ! -e /var/lib/refit/lock ] || flock -w 300 /var/lib/refit/lock true'; then
-    echo "refit's lock on $host was still held 300 s after the $target was killed in $phase; its holder and the processes there:" >&2
-    "$bed" exec "$host" sh -c 'cat /var/lib/refit/lock; echo; ps -eo pid,pgid,etimes,args' >&2 || true
+# Every module it left on the host finishes, seen as refit's state locks free, root's and each
+# user's (a module outlives a killed controller, as over SSH), at most 300 s: a rollback the
+# killed controller had started runs on to its end, and was seen to take over 120 s once (its
+# convergence wait). A user scope's run holds its own lock, in the user's state dir.
+locks='/var/lib/refit/lock /home/*/.local/state/refit/lock'
+if ! "$bed" exec "$host" sh -c "for l in $locks; do [ ! -e \"\$l\" ] || flock -w 300 \"\$l\" true || exit 1; done"; then
+    echo "a refit lock on $host was still held 300 s after the $target was killed in $phase; the holders and the processes there:" >&2
+    "$bed" exec "$host" sh -c "for l in $locks; do [ ! -e \"\$l\" ] || { echo \"\$l:\"; cat \"\$l\"; echo; }; done; ps -eo pid,pgid,etimes,args" >&2 || true
     exit 1
 fi
 sleep "${FAULT_QUIET_SECONDS:-3}"
