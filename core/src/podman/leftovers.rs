@@ -46,16 +46,19 @@ fn has_an_answer(c: &Listed) -> bool {
         ContainerState::Running => true,
         ContainerState::NotRunning(s) => match s.as_str() {
             "stopping" => true,
-            "stopped" | "exited" => c.exited && !killed(c.exit_code),
+            "stopped" | "exited" => c.exited && !killed_or_unknown(c.exit_code),
             _ => false,
         },
         ContainerState::Other(_) => false,
     }
 }
 
-/// An exit by a signal (128 + its number): the host went down under it, or it was killed.
-fn killed(exit_code: i64) -> bool {
-    exit_code > 128
+/// An exit by a signal (128 + its number): the host went down under it, or it was killed. Or
+/// no exit code at all: podman records -1 for a container whose conmon died before it could
+/// record the exit (seen on the testbed once a wait had asked for it), and the work may have
+/// stopped halfway.
+fn killed_or_unknown(exit_code: i64) -> bool {
+    !(0..=128).contains(&exit_code)
 }
 
 #[cfg(test)]
@@ -84,6 +87,17 @@ mod tests {
         let mut failed = listed("failed", "k1", "exited");
         failed.exit_code = 1;
         assert_eq!(sweep(vec![failed], "k1").adopt.as_deref(), Some("failed"));
+    }
+
+    /// Issue 43: podman records exit code -1 for a container whose conmon died first, once a
+    /// wait asked for its exit: no answer of the migration's, so it runs anew.
+    #[test]
+    fn a_leftover_with_no_exit_code_is_removed_not_adopted() {
+        let mut unknown = listed("unknown", "k1", "exited");
+        unknown.exit_code = -1;
+        let found = sweep(vec![unknown], "k1");
+        assert_eq!(found.adopt, None);
+        assert_eq!(found.remove, ["unknown"]);
     }
 
     /// Issue 43: a power-off can take conmon before it records the migration's exit. The

@@ -40,6 +40,10 @@ pub enum PodmanError {
     Pull { image: String, detail: String },
     #[error("podman API call `{call}` failed: {detail}")]
     Api { call: String, detail: String },
+    #[error(
+        "podman cannot tell how the one-off container {container} ended ({detail}): its conmon was gone before it recorded the exit, so its work may have stopped halfway and refit takes it as not done; run again, and the next run removes the container and does the work anew"
+    )]
+    ExitUnknown { container: String, detail: String },
 }
 
 /// A container as refit needs to see it.

@@ -139,7 +139,10 @@ impl PodmanApi {
             .docker()
             .wait_container(id, None::<WaitContainerOptions>);
         match stream.next().await {
-            Some(Ok(r)) => Ok(r.status_code),
+            Some(Ok(r)) => exit_code(&r).map_err(|detail| PodmanError::ExitUnknown {
+                container: id.to_string(),
+                detail,
+            }),
             // bollard reports a non-zero exit as an error that carries the code.
             Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => Ok(code),
             Some(Err(e)) => Err(Self::api_err("container wait")(e)),
@@ -181,9 +184,35 @@ impl PodmanApi {
     }
 }
 
+/// The exit code a wait answered, or why it has none. podman answers a wait on a container
+/// whose conmon died before it recorded the exit with status 0 and an error ("getting exit code
+/// ... from DB: no such exit code"): that 0 is no exit code, and the work may have stopped
+/// halfway.
+fn exit_code(r: &bollard::models::ContainerWaitResponse) -> Result<i64, String> {
+    match r.error.as_ref().and_then(|e| e.message.as_deref()) {
+        Some(message) if !message.is_empty() => Err(message.to_string()),
+        _ => Ok(r.status_code),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wait_answered_with_an_error_gives_no_exit_code() {
+        use bollard::models::{ContainerWaitExitError, ContainerWaitResponse};
+        let answer = |status_code, message: Option<&str>| ContainerWaitResponse {
+            status_code,
+            error: message.map(|m| ContainerWaitExitError {
+                message: Some(m.to_string()),
+            }),
+        };
+        let lost = "getting exit code of container 39a2 from DB: no such exit code";
+        assert_eq!(exit_code(&answer(0, Some(lost))), Err(lost.to_string()));
+        assert_eq!(exit_code(&answer(0, None)), Ok(0));
+        assert_eq!(exit_code(&answer(3, Some(""))), Ok(3));
+    }
 
     #[test]
     fn volumes_podman_relabels_or_chowns_are_told_from_the_rest() {

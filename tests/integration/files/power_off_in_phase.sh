@@ -56,8 +56,9 @@ while [ $i -lt 6000 ]; do
             p=$(module container_unit '"state": "started"') || p= ;;
     esac
     if [ -n "$p" ]; then
-        kill -KILL "$p"
+        # conmon first: the fault. The module may have ended by now (its wait failed).
         [ -z "${after:-}" ] || kill -KILL "$after"
+        kill -KILL "$p" 2> /dev/null || true
         exit 0
     fi
     i=$((i + 1))
@@ -76,13 +77,17 @@ wait "$pid" 2> /dev/null || true
 rebooted=$("$bed" reboot "$host" 2>&1)
 took=$(echo "$rebooted" | sed -n 's/.*rebooted .* in \([0-9]*\) ms.*/\1/p')
 # exit_lost: the fault is there, or the trial would prove nothing. podman lists api's migration
-# container as exited, code 0, with no exit recorded.
+# container as exited, code 0, with no exit recorded; or, when refit's wait asked for its exit
+# before the power went (the module outlives its killed controller), with -1 recorded: podman's
+# mark of an exit it never learnt.
 if [ "$moment" = exit_lost ]; then
     left=$("$bed" exec "$host" podman ps -a --filter label=io.refit.migration=api.service \
         --format '{{.State}} recorded={{.Exited}} code={{.ExitCode}}')
-    if [ "$left" != "exited recorded=false code=0" ]; then
-        echo "after the boot api's migration container is listed as '$left', not as exited with no exit recorded" >&2
-        exit 1
-    fi
+    case $left in
+    "exited recorded=false code=0" | "exited recorded=true code=-1") ;;
+    *)
+        echo "after the boot api's migration container is listed as '$left', not as exited with no exit code" >&2
+        exit 1 ;;
+    esac
 fi
 echo "powered $host off at $moment, $at ms into the ${POWER_OFF_FLOW:-upgrade}; poweroff and boot took ${took:-?} ms"
