@@ -101,6 +101,11 @@ impl PodmanApi {
         timeout: Duration,
     ) -> Result<Ended, PodmanError> {
         let (docker, id) = (self.docker(), prepared.id.as_str());
+        if prepared.adopted
+            && let Some(rc) = self.recorded_exit(id)?
+        {
+            return Ok(Ended::Exited { rc });
+        }
         self.block_on(async {
             if !prepared.adopted {
                 docker
@@ -131,6 +136,17 @@ impl PodmanApi {
             .build();
         self.block_on(self.docker().remove_container(&prepared.id, Some(rm)))
             .map_err(Self::api_err("container remove"))
+    }
+
+    /// The exit podman recorded for a container that ended, from its listing. A wait on a
+    /// leftover that ended before a boot finds no exit code in podman's database (seen on the
+    /// testbed after a power-off), while the list still carries the recorded one.
+    fn recorded_exit(&self, id: &str) -> Result<Option<i64>, PodmanError> {
+        Ok(self
+            .list_id(id)?
+            .into_iter()
+            .find(|c| c.id == id && c.exited && ["exited", "stopped"].contains(&c.state.as_str()))
+            .map(|c| c.exit_code))
     }
 
     /// The container's exit code, once it exited.
