@@ -187,7 +187,11 @@ impl Podman for FakePodman {
         // Unique: every prepare adds a call first.
         let id = format!("oneoff-{}", self.calls.lock().expect("calls").len());
         held.insert(id.clone(), spec.clone());
-        Ok(Prepared { id, adopted: false })
+        Ok(Prepared {
+            id,
+            adopted: false,
+            recorded_exit: None,
+        })
     }
     fn run_prepared(&self, prepared: &Prepared, _timeout: Duration) -> Result<Ended, PodmanError> {
         let spec = self.held_spec(prepared)?;

@@ -317,16 +317,7 @@ impl PodmanApi {
 
     /// Every container, running or not, matching all the label filters: one bounded list call.
     pub(super) fn list_labelled(&self, labels: Vec<String>) -> Result<Vec<Listed>, PodmanError> {
-        self.list_filtered(&serde_json::json!({ "label": labels }))
-    }
-
-    /// The container with this ID, as libpod's list reports it (empty when it is gone).
-    pub(super) fn list_id(&self, id: &str) -> Result<Vec<Listed>, PodmanError> {
-        self.list_filtered(&serde_json::json!({ "id": [id] }))
-    }
-
-    fn list_filtered(&self, filters: &serde_json::Value) -> Result<Vec<Listed>, PodmanError> {
-        let filters = filters.to_string();
+        let filters = serde_json::json!({ "label": labels }).to_string();
         let path = format!(
             "/v4.0.0/libpod/containers/json?all=true&filters={}",
             wire::encode(&filters)

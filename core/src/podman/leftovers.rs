@@ -12,6 +12,10 @@ pub(super) const KEY_LABEL: &str = "io.refit.migration.key";
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct Sweep {
     pub(super) adopt: Option<String>,
+    /// The exit the adopted one recorded, when it had ended: its answer, with nothing to wait
+    /// for (a wait on a leftover that ended before a boot finds no exit code in podman's
+    /// database, seen on the testbed after a power-off, while the list still carries it).
+    pub(super) adopted_exit: Option<i64>,
     pub(super) remove: Vec<String>,
 }
 
@@ -26,6 +30,7 @@ pub(super) fn sweep(listed: Vec<Listed>, key: &str) -> Sweep {
             .and_then(|l| l.get(KEY_LABEL))
             .is_some_and(|k| k == key);
         if same && out.adopt.is_none() && has_an_answer(&c) {
+            out.adopted_exit = recorded_exit(&c);
             out.adopt = Some(c.id);
         } else {
             out.remove.push(c.id);
@@ -46,11 +51,18 @@ fn has_an_answer(c: &Listed) -> bool {
         ContainerState::Running => true,
         ContainerState::NotRunning(s) => match s.as_str() {
             "stopping" => true,
-            "stopped" | "exited" => c.exited && !killed_or_unknown(c.exit_code),
+            "stopped" | "exited" => recorded_exit(c).is_some_and(|rc| !killed_or_unknown(rc)),
             _ => false,
         },
         ContainerState::Other(_) => false,
     }
+}
+
+/// The exit podman recorded for a leftover that ended; None while it runs, or when podman never
+/// learnt how it ended (`Exited: false`).
+fn recorded_exit(c: &Listed) -> Option<i64> {
+    let ended = ["stopped", "exited"].contains(&c.state.as_str());
+    (ended && c.exited).then_some(c.exit_code)
 }
 
 /// An exit by a signal (128 + its number): the host went down under it, or it was killed. Or
@@ -130,6 +142,7 @@ mod tests {
             );
             let want = Sweep {
                 adopt: Some("same".into()),
+                adopted_exit: (state != "running").then_some(0),
                 remove: vec!["other".into()],
             };
             assert_eq!(found, want, "{state}");
@@ -144,6 +157,7 @@ mod tests {
             let found = sweep(vec![listed("same", "k1", state)], "k1");
             let want = Sweep {
                 adopt: None,
+                adopted_exit: None,
                 remove: vec!["same".into()],
             };
             assert_eq!(found, want, "{state}");

@@ -87,6 +87,8 @@ pub struct Prepared {
     pub id: String,
     /// A started leftover of the same work: it is waited for, never started again.
     pub adopted: bool,
+    /// The exit an adopted leftover that had ended recorded: its answer, not waited for.
+    pub recorded_exit: Option<i64>,
 }
 
 /// A prepared one-off that is removed when dropped, so that no early return, error or panic

@@ -42,8 +42,8 @@ fn changes_its_volumes(volumes: &[String]) -> bool {
 impl PodmanApi {
     pub(super) fn prepare_oneoff_impl(&self, spec: &OneOff) -> Result<Prepared, PodmanError> {
         let key = spec.key();
-        if let Some(id) = self.sweep_leftovers(spec, &key)? {
-            return Ok(Prepared { id, adopted: true });
+        if let Some(adopted) = self.sweep_leftovers(spec, &key)? {
+            return Ok(adopted);
         }
         let mut labels = spec.labels.clone();
         labels.insert(KEY_LABEL.to_string(), key);
@@ -66,6 +66,7 @@ impl PodmanApi {
         let prepared = Prepared {
             id: created.id,
             adopted: false,
+            recorded_exit: None,
         };
         // A volume podman relabels or chowns is changed at init: done now, under the service
         // that still runs on it. Such a one-off is initialized by its start, after the stop.
@@ -101,9 +102,7 @@ impl PodmanApi {
         timeout: Duration,
     ) -> Result<Ended, PodmanError> {
         let (docker, id) = (self.docker(), prepared.id.as_str());
-        if prepared.adopted
-            && let Some(rc) = self.recorded_exit(id)?
-        {
+        if let Some(rc) = prepared.recorded_exit {
             return Ok(Ended::Exited { rc });
         }
         self.block_on(async {
@@ -136,17 +135,6 @@ impl PodmanApi {
             .build();
         self.block_on(self.docker().remove_container(&prepared.id, Some(rm)))
             .map_err(Self::api_err("container remove"))
-    }
-
-    /// The exit podman recorded for a container that ended, from its listing. A wait on a
-    /// leftover that ended before a boot finds no exit code in podman's database (seen on the
-    /// testbed after a power-off), while the list still carries the recorded one.
-    fn recorded_exit(&self, id: &str) -> Result<Option<i64>, PodmanError> {
-        Ok(self
-            .list_id(id)?
-            .into_iter()
-            .find(|c| c.id == id && c.exited && ["exited", "stopped"].contains(&c.state.as_str()))
-            .map(|c| c.exit_code))
     }
 
     /// The container's exit code, once it exited.
@@ -184,19 +172,27 @@ impl PodmanApi {
     }
 
     /// Removes the unit's leftover one-offs, but for a started one of the same work (image and
-    /// command), which is returned to be adopted.
-    fn sweep_leftovers(&self, spec: &OneOff, key: &str) -> Result<Option<String>, PodmanError> {
+    /// command), which is returned, adopted.
+    fn sweep_leftovers(&self, spec: &OneOff, key: &str) -> Result<Option<Prepared>, PodmanError> {
         let Some(source) = spec.labels.get(SOURCE_LABEL) else {
             return Ok(None);
         };
         let listed = self.list_labelled(vec![format!("{SOURCE_LABEL}={source}")])?;
-        let Sweep { adopt, remove } = sweep(listed, key);
+        let Sweep {
+            adopt,
+            adopted_exit,
+            remove,
+        } = sweep(listed, key);
         for id in remove {
             let rm = RemoveContainerOptionsBuilder::new().force(true).build();
             self.block_on(self.docker().remove_container(&id, Some(rm)))
                 .map_err(Self::api_err("container remove"))?;
         }
-        Ok(adopt)
+        Ok(adopt.map(|id| Prepared {
+            id,
+            adopted: true,
+            recorded_exit: adopted_exit,
+        }))
     }
 }
 
