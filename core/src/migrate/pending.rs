@@ -3,7 +3,7 @@
 
 use super::judge::{Judged, Ready, judge, named_source};
 use super::one::{Done, One};
-use super::same_image::{self, SameImage};
+use super::same_image::{self, SameImage, Waves};
 use super::stamp::{new_stamp, save_stamp};
 use super::{MigrateError, Report, backup, short, staged, start_again, stop_host, tail};
 use crate::podman::{Ended, Guard, OneOff, Prepared};
@@ -64,6 +64,8 @@ fn migrate_prepared(
     let stop_record = at.stop_record;
     let timeout = Duration::from_secs(p.timeout);
     let same = same_image::units(m, p, state, host)?;
+    // Set when the other units of the image stop too: the start goes in the same two waves.
+    let mut waves = None;
     if p.stop_first {
         // Pending, so the service and what needs it stop before the schema changes under them.
         let how = crate::stop_services::StopOptions {
@@ -90,10 +92,11 @@ fn migrate_prepared(
         } else {
             // The other units of the image first, so the migrated service serves until the
             // migration can begin, and stops last, for its own stop alone.
-            let waves = same.waves(host, &planned.stopped)?;
-            for wave in [&waves.same_image, &waves.own] {
+            let split = same.waves(host, &planned.stopped)?;
+            for wave in [&split.same_image, &split.own] {
                 crate::stop_services::stop_at_once(&stop_host(host), wave, &how)?;
             }
+            waves = Some(split);
         }
         ready.report.stopped = planned.stopped;
     }
@@ -121,7 +124,7 @@ fn migrate_prepared(
             secs: p.timeout,
             tail: tail(&host.podman.oneoff_output(container)),
         }),
-        Ended::Exited { rc } => exited(one, ready, container, rc, &same),
+        Ended::Exited { rc } => exited(one, ready, container, rc, &same, waves.as_ref()),
     }
 }
 
@@ -134,6 +137,7 @@ fn exited(
     container: &Prepared,
     rc: i64,
     same: &SameImage,
+    waves: Option<&Waves>,
 ) -> Result<Done, MigrateError> {
     let One {
         m, p, host, state, ..
@@ -179,7 +183,7 @@ fn exited(
             deadline: timeout,
             min_healthy,
         };
-        report.started = start_again::start_again_in_waves(host, &report.stopped, same, bounds)?;
+        report.started = start_again::start_again_in_waves(host, &report.stopped, waves, bounds)?;
     }
     report.stdout_tail = Some(tail(&host.podman.oneoff_output(container)));
     let adopted = if container.adopted {

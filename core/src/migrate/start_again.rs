@@ -4,7 +4,7 @@
 //! start alone; the start phase then finds it converged and records it as the revision that ran.
 
 use super::MigrateError;
-use super::same_image::SameImage;
+use super::same_image::Waves;
 use crate::host::Host;
 use crate::podman::Health;
 use crate::stop_services::{StartLimit, StopError, start_set, start_set_at_once};
@@ -31,9 +31,9 @@ pub struct Bounds {
 }
 
 /// Starts `stopped` again; in two waves when the migration stopped the other units of its
-/// image (`same`): first its own service and what needs it, then, as soon as those serve, the
-/// others (`SameImage::waves`), at once, and then all of them must serve for `min_healthy`
-/// together. The migrated service is the one whose release the migration is for: its new
+/// image too (`waves`, as `SameImage::waves` split them for the stop): first its own service
+/// and what needs it, then, as soon as those serve, the others, at once, and then all of them
+/// must serve for `min_healthy` together. The migrated service is the one whose release the migration is for: its new
 /// release proves it serves before the others of its image start on the migrated data, and on
 /// a small host it starts without their starts competing for the CPU (on 2 cores, Pulp's API
 /// served 8.4 s after its start beside the content app and two workers, 4.8 s alone). Without
@@ -41,19 +41,18 @@ pub struct Bounds {
 pub(super) fn start_again_in_waves(
     host: &Host,
     stopped: &[String],
-    same: &SameImage,
+    waves: Option<&Waves>,
     bounds: Bounds,
 ) -> Result<Vec<String>, MigrateError> {
     let since = host.clock.now();
-    if same.services.is_empty() {
+    let Some(waves) = waves else {
         let wave = Wave {
             units: stopped,
             pace: Pace::InOrder,
             serving: &[],
         };
         return start_again(host, &wave, since, bounds);
-    }
-    let waves = same.waves(host, stopped)?;
+    };
     // Every service of a wave is watched, also one a unit of the wave pulled up already.
     let own = services(&waves.own);
     let first = Wave {
