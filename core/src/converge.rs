@@ -52,6 +52,18 @@ pub fn wait_converged(
     clock: &dyn Clock,
     exp: &Expectation,
 ) -> Result<Converged, WaitError> {
+    wait_converged_serving(systemd, podman, clock, exp, &|| {})
+}
+
+/// [`wait_converged`], calling `serving` once, the first time the service is seen serving
+/// (everything but the `min_healthy` hold holds): what waits only for it to serve may start.
+pub fn wait_converged_serving(
+    systemd: &dyn Systemd,
+    podman: &dyn Podman,
+    clock: &dyn Clock,
+    exp: &Expectation,
+    serving: &dyn Fn(),
+) -> Result<Converged, WaitError> {
     let start = clock.now();
     let waiting_for = if exp.needs_health {
         "be healthy"
@@ -73,6 +85,7 @@ pub fn wait_converged(
     // The moments shown as progress lines, each once: its start, its first health check passed.
     let mut noted_started = false;
     let mut noted_healthy = false;
+    let mut told_serving = false;
     let mut last_state = String::from("not observed yet");
     let mut pauses = crate::poll::Backoff::up_to(POLL);
     loop {
@@ -184,6 +197,10 @@ pub fn wait_converged(
             }
         }
         if good {
+            if !told_serving {
+                told_serving = true;
+                serving();
+            }
             let since = *healthy_since.get_or_insert(now);
             if now.duration_since(since) >= exp.min_healthy {
                 return Ok(Converged {
@@ -217,282 +234,5 @@ pub fn short(id: &str) -> &str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::podman::{ContainerInfo, ContainerState};
-    use crate::systemd::{Job, SystemdError, UnitStatus};
-    use crate::testing::{FakeClock, FakePodman};
-    use std::sync::Mutex;
-
-    /// systemd answering `show` from a script, one status per call, the last one repeated.
-    struct Scripted(Mutex<Vec<(&'static str, &'static str, &'static str)>>);
-
-    impl Systemd for Scripted {
-        fn show(&self, units: &[String]) -> Result<Vec<UnitStatus>, SystemdError> {
-            let mut script = self.0.lock().expect("script");
-            let (inv, active, restarts) = if script.len() > 1 {
-                script.remove(0)
-            } else {
-                script[0]
-            };
-            let props = [
-                ("InvocationID", inv),
-                ("ActiveState", active),
-                ("SubState", "running"),
-                ("NRestarts", restarts),
-                // The job runs for as long as the previous invocation shows.
-                ("Job", if inv == "old" { "42" } else { "" }),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-            Ok(vec![UnitStatus {
-                name: units[0].clone(),
-                props,
-            }])
-        }
-        fn daemon_reload(&self) -> Result<(), SystemdError> {
-            Ok(())
-        }
-        fn enqueue(&self, _: Job, _: &[String]) -> Result<(), SystemdError> {
-            Ok(())
-        }
-        fn run_job(&self, _: Job, _: &[String]) -> Result<(), SystemdError> {
-            Ok(())
-        }
-        fn reset_failed(&self, _: &[String]) -> Result<(), SystemdError> {
-            Ok(())
-        }
-        fn journal_tail(&self, _: &str, _: usize) -> String {
-            String::new()
-        }
-    }
-
-    fn wait(
-        script: Vec<(&'static str, &'static str, &'static str)>,
-    ) -> Result<Converged, WaitError> {
-        let podman = FakePodman {
-            containers: vec![ContainerInfo {
-                id: "c1".into(),
-                image_id: "img".into(),
-                revision: Some("rev".into()),
-                unit: "a.service".into(),
-                state: ContainerState::Running,
-                health: None,
-                started_at: 0,
-            }],
-            ..FakePodman::default()
-        };
-        let exp = Expectation {
-            service: "a.service".into(),
-            revision: "rev".into(),
-            image_id: "img".into(),
-            needs_health: false,
-            runs_container: true,
-            previous_invocation: Some("old".into()),
-            min_healthy: Duration::from_secs(1),
-            timeout: Duration::from_secs(30),
-        };
-        wait_converged(
-            &Scripted(Mutex::new(script)),
-            &podman,
-            &FakeClock::default(),
-            &exp,
-        )
-    }
-
-    #[test]
-    fn a_restart_counter_that_systemd_resets_is_not_a_crash_loop() {
-        let out = wait(vec![
-            ("old", "active", "1"),
-            ("new", "activating", "1"),
-            ("new", "active", "0"),
-        ]);
-        assert_eq!(out.expect("converged").invocation_id, "new");
-    }
-
-    /// The rollback's restart met systemd's own restart of the unit, begun after the rollback's
-    /// text and image were in place: the job ends with that invocation running the wanted
-    /// revision, which converges without a new one and without waiting out the timeout.
-    #[test]
-    fn a_job_taken_in_by_a_start_of_the_wanted_revision_converges() {
-        let (clock, real) = (FakeClock::default(), Instant::now());
-        let start = clock.now();
-        let podman = FakePodman {
-            containers: vec![ContainerInfo {
-                id: "c1".into(),
-                image_id: "img".into(),
-                revision: Some("rev".into()),
-                unit: "a.service".into(),
-                state: ContainerState::Running,
-                health: None,
-                started_at: 0,
-            }],
-            ..FakePodman::default()
-        };
-        let exp = Expectation {
-            service: "a.service".into(),
-            revision: "rev".into(),
-            image_id: "img".into(),
-            needs_health: false,
-            runs_container: true,
-            previous_invocation: Some("systemds-own".into()),
-            min_healthy: Duration::from_secs(1),
-            timeout: Duration::from_secs(30),
-        };
-        let systemd = Scripted(Mutex::new(vec![("systemds-own", "active", "3")]));
-        let c = wait_converged(&systemd, &podman, &clock, &exp).expect("converged");
-        assert_eq!(c.invocation_id, "systemds-own");
-        assert!(
-            clock.now() - start < Duration::from_secs(2),
-            "not the timeout"
-        );
-        assert!(real.elapsed() < Duration::from_secs(1), "no real sleeps");
-        // Another revision in that invocation is still waited for.
-        let other = Expectation {
-            revision: "next".into(),
-            ..exp
-        };
-        let err = wait_converged(&systemd, &podman, &clock, &other).expect_err("waits");
-        assert!(
-            err.to_string().contains("still the previous invocation"),
-            "{err}"
-        );
-    }
-
-    /// `Scripted`, for a `Type=oneshot` service.
-    struct Oneshot(Scripted);
-
-    impl Systemd for Oneshot {
-        fn show(&self, units: &[String]) -> Result<Vec<UnitStatus>, SystemdError> {
-            let mut all = self.0.show(units)?;
-            for st in &mut all {
-                st.props.insert("Type".into(), "oneshot".into());
-            }
-            Ok(all)
-        }
-        fn daemon_reload(&self) -> Result<(), SystemdError> {
-            self.0.daemon_reload()
-        }
-        fn enqueue(&self, job: Job, units: &[String]) -> Result<(), SystemdError> {
-            self.0.enqueue(job, units)
-        }
-        fn run_job(&self, job: Job, units: &[String]) -> Result<(), SystemdError> {
-            self.0.run_job(job, units)
-        }
-        fn reset_failed(&self, units: &[String]) -> Result<(), SystemdError> {
-            self.0.reset_failed(units)
-        }
-        fn journal_tail(&self, unit: &str, lines: usize) -> String {
-            self.0.journal_tail(unit, lines)
-        }
-    }
-
-    #[test]
-    fn a_oneshot_converges_when_its_new_run_ended_active_with_no_container_left() {
-        let exp = Expectation {
-            service: "m.service".into(),
-            revision: "rev".into(),
-            image_id: "img".into(),
-            needs_health: false,
-            runs_container: true,
-            previous_invocation: Some("old".into()),
-            min_healthy: Duration::ZERO,
-            timeout: Duration::from_secs(30),
-        };
-        let clock = FakeClock::default();
-        let start = clock.now();
-        let script = vec![("new", "activating", "0"), ("new", "active", "0")];
-        let systemd = Oneshot(Scripted(Mutex::new(script)));
-        let c = wait_converged(&systemd, &FakePodman::default(), &clock, &exp).expect("ran");
-        assert_eq!(c.invocation_id, "new");
-        assert!(
-            clock.now() - start < Duration::from_secs(1),
-            "{:?}",
-            c.waited
-        );
-    }
-
-    #[test]
-    fn a_restart_counter_that_rises_is_a_crash_loop() {
-        let out = wait(vec![("new", "active", "0"), ("new", "active", "1")]);
-        let msg = out.expect_err("crash loop").to_string();
-        assert!(msg.contains("NRestarts 0 -> 1"), "{msg}");
-    }
-
-    /// The wait on a container of `revision`, image `img` and `health`, behind a service that
-    /// shows a new invocation from the first look.
-    fn wait_on(
-        revision: &str,
-        health: Option<Health>,
-        clock: &FakeClock,
-    ) -> Result<Converged, WaitError> {
-        let podman = FakePodman {
-            containers: vec![ContainerInfo {
-                id: "c1".into(),
-                image_id: "img".into(),
-                revision: Some(revision.into()),
-                unit: "a.service".into(),
-                state: ContainerState::Running,
-                health,
-                started_at: 0,
-            }],
-            ..FakePodman::default()
-        };
-        let exp = Expectation {
-            service: "a.service".into(),
-            revision: "rev".into(),
-            image_id: "img".into(),
-            needs_health: true,
-            runs_container: true,
-            previous_invocation: Some("old".into()),
-            min_healthy: Duration::from_secs(2),
-            timeout: Duration::from_secs(30),
-        };
-        let systemd = Scripted(Mutex::new(vec![("new", "active", "0")]));
-        wait_converged(&systemd, &podman, clock, &exp)
-    }
-
-    #[test]
-    fn a_healthy_revision_converges_once_it_stayed_healthy_for_min_healthy_time() {
-        let (clock, real) = (FakeClock::default(), Instant::now());
-        let start = clock.now();
-        let c = wait_on("rev", Some(Health::Healthy), &clock).expect("converged");
-        assert_eq!(c.container_id, "c1");
-        assert!(c.waited >= Duration::from_secs(2), "{:?}", c.waited);
-        assert!(c.waited < Duration::from_secs(3), "{:?}", c.waited);
-        assert_eq!(clock.now() - start, c.waited);
-        assert!(real.elapsed() < Duration::from_secs(1), "no real sleeps");
-    }
-
-    #[test]
-    fn another_revision_never_converges_and_the_wait_ends_at_its_timeout() {
-        let (clock, real) = (FakeClock::default(), Instant::now());
-        let start = clock.now();
-        let msg = wait_on("other", Some(Health::Healthy), &clock)
-            .expect_err("not converged")
-            .to_string();
-        assert!(msg.contains("not converged within 30 s"), "{msg}");
-        assert!(
-            msg.contains("container runs revision Some(\"other\")"),
-            "{msg}"
-        );
-        assert!(clock.now() - start >= Duration::from_secs(30));
-        assert!(real.elapsed() < Duration::from_secs(2), "no real sleeps");
-    }
-
-    #[test]
-    fn an_unhealthy_revision_fails_at_once_and_one_without_status_waits() {
-        let clock = FakeClock::default();
-        let start = clock.now();
-        let msg = wait_on("rev", Some(Health::Unhealthy), &clock)
-            .expect_err("unhealthy")
-            .to_string();
-        assert!(msg.contains("reports unhealthy"), "{msg}");
-        assert_eq!(clock.now(), start, "judged on the first look");
-        let msg = wait_on("rev", None, &clock)
-            .expect_err("no status")
-            .to_string();
-        assert!(msg.contains("no health status yet"), "{msg}");
-    }
-}
+#[path = "converge_tests.rs"]
+mod tests;

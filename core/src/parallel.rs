@@ -43,6 +43,28 @@ pub struct Walked<R> {
     pub answer: R,
 }
 
+/// Lets an item's work release the items that depend on it before it has finished: a unit
+/// that serves while its `min_healthy_time` hold goes on, say.
+pub struct Release<R> {
+    index: usize,
+    tx: std::sync::mpsc::Sender<Message<R>>,
+}
+
+impl<R> Release<R> {
+    /// The items waiting for this one may start. Said again, or followed by an answer that
+    /// `go_on` accepts, it changes nothing more.
+    pub fn now(&self) {
+        // The receiver lives until every thread answered: a send cannot fail.
+        let _ = self.tx.send(Message::Released(self.index));
+    }
+}
+
+/// What a walk's thread tells it.
+enum Message<R> {
+    Released(usize),
+    Answered(usize, std::thread::Result<R>),
+}
+
 /// `f` applied to every item once the items it depends on (`deps[i]`, indices of items) have
 /// finished with an answer `go_on` accepts, at most `width` at once: a walk of a dependency
 /// graph. The first answer `go_on` refuses starts nothing more; what runs then still finishes.
@@ -56,20 +78,22 @@ pub fn walk<T: Send, R: Send>(
     f: impl Fn(T) -> R + Sync,
     go_on: impl Fn(&R) -> bool,
 ) -> Vec<Walked<R>> {
+    walk_releasing(items, deps, width, |item, _| f(item), go_on)
+}
+
+/// [`walk`], where an item's work may also release its dependents early through its
+/// [`Release`]: they start then, beside the rest of its work. A refused answer after that still
+/// starts nothing more, and what was released and is running finishes.
+pub fn walk_releasing<T: Send, R: Send>(
+    items: Vec<T>,
+    deps: &[Vec<usize>],
+    width: usize,
+    f: impl Fn(T, &Release<R>) -> R + Sync,
+    go_on: impl Fn(&R) -> bool,
+) -> Vec<Walked<R>> {
     let n = items.len();
-    let mut waiting = vec![0usize; n];
-    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (i, on) in deps.iter().enumerate().take(n) {
-        let on: std::collections::BTreeSet<usize> =
-            on.iter().copied().filter(|&j| j < n && j != i).collect();
-        waiting[i] = on.len();
-        for j in on {
-            dependents[j].push(i);
-        }
-    }
+    let mut graph = Graph::new(deps, n);
     let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
-    let mut ready: std::collections::VecDeque<usize> =
-        (0..n).filter(|&i| waiting[i] == 0).collect();
     let mut out = Vec::with_capacity(n);
     let f = &f;
     std::thread::scope(|s| {
@@ -78,33 +102,45 @@ pub fn walk<T: Send, R: Send>(
         let mut stopped = false;
         loop {
             while !stopped && running < width.max(1) {
-                let Some(item) = ready.pop_front().and_then(|i| Some((i, slots[i].take()?))) else {
+                let Some(item) = graph
+                    .ready
+                    .pop_front()
+                    .and_then(|i| Some((i, slots[i].take()?)))
+                else {
                     break;
                 };
                 let tx = tx.clone();
                 running += 1;
                 s.spawn(move || {
-                    let (i, item) = item;
-                    let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(item)));
+                    let (index, item) = item;
+                    let release = Release {
+                        index,
+                        tx: tx.clone(),
+                    };
+                    let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        f(item, &release)
+                    }));
                     // The receiver lives until every thread answered: a send cannot fail.
-                    let _ = tx.send((i, answer));
+                    let _ = tx.send(Message::Answered(index, answer));
                 });
             }
             if running == 0 {
                 break;
             }
-            let Ok((index, answer)) = rx.recv() else {
+            let Ok(message) = rx.recv() else {
                 break;
+            };
+            let (index, answer) = match message {
+                Message::Released(index) => {
+                    graph.release(index);
+                    continue;
+                }
+                Message::Answered(index, answer) => (index, answer),
             };
             running -= 1;
             let answer = answer.unwrap_or_else(|p| std::panic::resume_unwind(p));
             if go_on(&answer) {
-                for &k in &dependents[index] {
-                    waiting[k] -= 1;
-                    if waiting[k] == 0 {
-                        ready.push_back(k);
-                    }
-                }
+                graph.release(index);
             } else {
                 stopped = true;
             }
@@ -112,6 +148,50 @@ pub fn walk<T: Send, R: Send>(
         }
     });
     out
+}
+
+/// A walk's bookkeeping: how many items each one still waits for, who waits for it, and which
+/// items are ready to start.
+struct Graph {
+    waiting: Vec<usize>,
+    dependents: Vec<Vec<usize>>,
+    released: Vec<bool>,
+    ready: std::collections::VecDeque<usize>,
+}
+
+impl Graph {
+    fn new(deps: &[Vec<usize>], n: usize) -> Self {
+        let mut waiting = vec![0usize; n];
+        let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (i, on) in deps.iter().enumerate().take(n) {
+            let on: std::collections::BTreeSet<usize> =
+                on.iter().copied().filter(|&j| j < n && j != i).collect();
+            waiting[i] = on.len();
+            for j in on {
+                dependents[j].push(i);
+            }
+        }
+        let ready = (0..n).filter(|&i| waiting[i] == 0).collect();
+        Graph {
+            waiting,
+            dependents,
+            released: vec![false; n],
+            ready,
+        }
+    }
+
+    /// The items that waited for `index` wait for it no more; once only.
+    fn release(&mut self, index: usize) {
+        if std::mem::replace(&mut self.released[index], true) {
+            return;
+        }
+        for &k in &self.dependents[index] {
+            self.waiting[k] -= 1;
+            if self.waiting[k] == 0 {
+                self.ready.push_back(k);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -240,5 +320,64 @@ mod tests {
         // 0 and 1 ran together; 0 refused, so 3 (after 0), 2 and 4 never started.
         assert_eq!(ran.len(), 2, "{ran:?}");
         assert!(ran.contains(&0) && ran.contains(&1), "{ran:?}");
+    }
+
+    #[test]
+    fn a_released_item_starts_its_dependents_while_it_still_runs() {
+        let dependent_ran = std::sync::atomic::AtomicBool::new(false);
+        // 0 releases 1, then waits until 1 ran: released at its end only, this would never
+        // return.
+        let out = walk_releasing(
+            vec![0, 1],
+            &[vec![], vec![0]],
+            2,
+            |i: usize, release| {
+                if i == 0 {
+                    release.now();
+                    until(|| dependent_ran.load(Ordering::SeqCst));
+                    assert!(dependent_ran.load(Ordering::SeqCst), "1 never started");
+                } else {
+                    dependent_ran.store(true, Ordering::SeqCst);
+                }
+                i
+            },
+            |_| true,
+        );
+        let finished: Vec<usize> = out.iter().map(|w| w.index).collect();
+        assert_eq!(finished, [1, 0]);
+    }
+
+    #[test]
+    fn a_refusal_after_a_release_starts_nothing_more_and_the_released_finish() {
+        let released_ran = std::sync::atomic::AtomicBool::new(false);
+        // 0 releases 1 and 2 and refuses once 1 runs; 3 waits for 1, which finishes only
+        // after 0 refused, so 3 never starts.
+        let refused = std::sync::atomic::AtomicBool::new(false);
+        let out = walk_releasing(
+            vec![0, 1, 2, 3],
+            &[vec![], vec![0], vec![0], vec![1]],
+            4,
+            |i: usize, release| {
+                match i {
+                    0 => {
+                        release.now();
+                        until(|| released_ran.load(Ordering::SeqCst));
+                    }
+                    1 => {
+                        released_ran.store(true, Ordering::SeqCst);
+                        until(|| refused.load(Ordering::SeqCst));
+                    }
+                    _ => {}
+                }
+                i
+            },
+            |&i| {
+                refused.fetch_or(i == 0, Ordering::SeqCst);
+                i != 0
+            },
+        );
+        let mut finished: Vec<usize> = out.iter().map(|w| w.index).collect();
+        finished.sort_unstable();
+        assert_eq!(finished, [0, 1, 2]);
     }
 }

@@ -57,22 +57,24 @@ impl Applier<'_> {
     }
 
     /// Applies every target once those it depends on (After=, Requires=, Wants=, PartOf= on
-    /// their services) are converged, up to `max_parallel_units` at once: targets that do not
-    /// depend on each other start and are health-gated together. On a failure nothing more
-    /// starts; what runs finishes. The failed target is rolled back, and so is every target
+    /// their services) serve, up to `max_parallel_units` at once: targets that do not depend
+    /// on each other start and are health-gated together, and a dependent starts while what it
+    /// depends on holds for `min_healthy_time`. On a failure nothing more starts; what runs
+    /// finishes. The failed target is rolled back, and so is every target
     /// this run changed, newest first. A restore goes on past a failure instead, and reports
     /// every one.
     pub fn apply_all(&self, work: &mut [Work]) -> Result<(), RunFailed> {
         let deps = dependencies(work);
-        let walked = crate::parallel::walk(
+        let walked = crate::parallel::walk_releasing(
             work.iter_mut().collect(),
             &deps,
             self.settings.max_parallel_units,
-            |w: &mut Work| {
+            |w: &mut Work, release| {
                 if !w.plan.changes() {
                     return Ok(false);
                 }
-                self.apply_target(&w.target, &w.observed, &w.plan, &mut w.report)
+                let serving = || release.now();
+                self.apply_target(&w.target, &w.observed, &w.plan, &mut w.report, &serving)
                     .map(|()| true)
             },
             |r| self.settings.restoring || r.is_ok(),
@@ -140,18 +142,20 @@ impl Applier<'_> {
         })
     }
 
-    /// Carries out one target's plan. Any failure once the host was touched (the file written,
-    /// a job queued, a service that did not converge) rolls the target back, when rollback is
-    /// on, before the failure is returned.
+    /// Carries out one target's plan; `serving` is told once the last service it starts first
+    /// serves. Any failure once the host was touched (the file written, a job queued, a
+    /// service that did not converge) rolls the target back, when rollback is on, before the
+    /// failure is returned.
     fn apply_target(
         &self,
         t: &Target,
         obs: &Observation,
         plan: &TargetPlan,
         report: &mut Report,
+        serving: &dyn Fn(),
     ) -> Result<(), TargetFailed> {
         let mut replaced: Vec<String> = Vec::new();
-        let Err(cause) = self.change(t, obs, plan, report, &mut replaced) else {
+        let Err(cause) = self.change(t, obs, plan, report, &mut replaced, serving) else {
             return Ok(());
         };
         let service = match &cause {
@@ -190,6 +194,7 @@ impl Applier<'_> {
         plan: &TargetPlan,
         report: &mut Report,
         replaced: &mut Vec<String>,
+        serving: &dyn Fn(),
     ) -> Result<(), ApplyError> {
         let step = |source: UnitError| ApplyError::Step {
             unit: t.name.file_name(),
@@ -234,6 +239,9 @@ impl Applier<'_> {
             return Ok(());
         }
         let lap = Instant::now();
+        // What depends on the target may start once its last service serves: every service
+        // before it has then held for `min_healthy_time`, and the last one's hold goes on.
+        let last = plan.starts.last().map(|s| s.service.clone());
         for batch in plan.starts.chunks(self.settings.max_parallel) {
             let mut begun = Vec::with_capacity(batch.len());
             for start in batch {
@@ -245,7 +253,14 @@ impl Applier<'_> {
                 ));
             }
             for (svc, previous) in begun {
-                let waited = self.jobs().wait(&svc, d, obs.image_id.clone(), previous);
+                let told: &dyn Fn() = if Some(&svc) == last.as_ref() {
+                    serving
+                } else {
+                    &|| {}
+                };
+                let waited = self
+                    .jobs()
+                    .wait(&svc, d, obs.image_id.clone(), previous, told);
                 report.result.duration_ms.converge = Some(lap.elapsed().as_millis() as u64);
                 let c = waited.map_err(|e| match e {
                     WaitError::NotConverged { why, .. } => ApplyError::NotConverged {

@@ -76,6 +76,37 @@ fn a_units_run_starts_dependencies_first_and_a_failure_rolls_back_what_it_change
     assert_eq!(rolled.len(), 2, "{}", ran.out);
 }
 
+#[test]
+fn a_dependent_starts_once_what_it_depends_on_serves_while_that_one_holds() {
+    let bed = Bed::new(IMAGE, "img-a");
+    // How many looks systemd had been asked as each container started: db's, then app's.
+    let looks_at_start = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = looks_at_start.clone();
+    bed.sim.crash_while(move |sim| {
+        let looks = sim.looks.load(std::sync::atomic::Ordering::SeqCst);
+        seen.lock().expect("looks").push(looks);
+        false
+    });
+    let mut args = units("a");
+    // An hour's hold on the fake clock is some 36,000 looks at db: app, started only after it,
+    // would start past them.
+    args["min_healthy_time"] = json!(3_600_000);
+    args["timeout"] = json!(7_200);
+    args["max_parallel_units"] = json!(2);
+    let ran = bed.run_unit(args);
+    assert_eq!(ran.out["failed"], json!(false), "{}", ran.out);
+    let starts = looks_at_start.lock().expect("looks").clone();
+    assert_eq!(starts.len(), 2, "{starts:?}");
+    assert!(
+        starts[1] < 18_000,
+        "app started after {} looks: {starts:?}",
+        starts[1]
+    );
+    let jobs = bed.jobs();
+    let pos = |s: &str| jobs.iter().position(|j| j.ends_with(s)).expect(s);
+    assert!(pos("db.service") < pos("app.service"), "{jobs:?}");
+}
+
 fn workers(v: &str, extra: Value) -> Value {
     let mut args =
         json!({"name": "w@", "image": IMAGE, "env": {"V": v}, "instances": ["1", "2", "3"]});

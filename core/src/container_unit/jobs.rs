@@ -4,7 +4,7 @@
 
 use super::target::{Desired, Target};
 use super::{Host, Settings, UnitError};
-use crate::converge::{Converged, Expectation, WaitError, wait_converged};
+use crate::converge::{Converged, Expectation, WaitError, wait_converged_serving};
 use crate::state::{RevisionRecord, atomic_write};
 use crate::systemd::Job;
 use crate::time::now_rfc3339;
@@ -57,12 +57,14 @@ impl Jobs<'_> {
         Ok(previous)
     }
 
+    /// Waits for the service to converge on `d`; `serving` is told the first time it serves.
     pub fn wait(
         &self,
         service: &str,
         d: &Desired,
         image_id: Option<String>,
         previous: String,
+        serving: &dyn Fn(),
     ) -> Result<Converged, WaitError> {
         let exp = Expectation {
             service: service.to_string(),
@@ -75,7 +77,7 @@ impl Jobs<'_> {
             timeout: self.settings.timeout,
         };
         let h = self.host;
-        wait_converged(h.systemd, h.podman, h.clock, &exp)
+        wait_converged_serving(h.systemd, h.podman, h.clock, &exp, serving)
     }
 }
 

@@ -260,7 +260,7 @@ impl Rollback<'_> {
         {
             let before = self.jobs.begin(svc, Job::Start)?;
             self.jobs
-                .wait(svc, d, image_id.clone(), before)
+                .wait(svc, d, image_id.clone(), before, &|| {})
                 .map_err(|source| RollbackError::NotBack { source })?;
             running.push(svc.clone());
         }

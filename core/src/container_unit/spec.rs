@@ -152,7 +152,7 @@ const RUN_OPTIONS: [OptionSpec; RUN_COUNT] = [
     OptionSpec::new(
         "max_parallel_units",
         Kind::Int,
-        "With O(units), units started and health-gated at once. A unit starts once every unit it is ordered after (C(After=), C(Requires=), C(Wants=), C(PartOf=) on their services) has converged; units that do not depend on each other start together. A template's instances still go in batches of O(max_parallel).",
+        "With O(units), units started and health-gated at once. A unit starts once every unit it is ordered after (C(After=), C(Requires=), C(Wants=), C(PartOf=) on their services) serves (runs the new revision, healthy); their O(min_healthy_time) hold goes on beside its start, and a failure in it stops the walk and rolls back what started. Units that do not depend on each other start together. A unit in its hold counts against this bound. A template's instances still go in batches of O(max_parallel).",
     )
     .default(Default::Int(1)),
     OptionSpec::new(
