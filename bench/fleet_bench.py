@@ -23,6 +23,7 @@ import re
 import statistics
 import sys
 import tempfile
+import time
 
 from benchlib import REGISTRY, REPO, RUN, TB, log, sh
 import benchlib as b
@@ -68,10 +69,26 @@ def host_cpu_seconds(hosts):
     return out
 
 
-def costed(name, hosts, *args):
+# How long each host is watched doing nothing before a way's no-op runs: the services' health
+# checks (every 60 s) and the guest's own background land in a window of this length often
+# enough for a rate.
+IDLE_SECONDS = 60
+
+
+def idle_cpu_rates(hosts):
+    """CPU seconds per second each host's cgroup uses while no playbook runs: its services'
+    health checks and its own background, which a run's window holds too."""
+    before = host_cpu_seconds(hosts)
+    time.sleep(IDLE_SECONDS)
+    after = host_cpu_seconds(hosts)
+    return {h: (after[h] - before[h]) / IDLE_SECONDS for h in hosts}
+
+
+def costed(name, hosts, idle, *args):
     """One run under bench/callback/host_cost.py: its wall time; per host its module calls and
-    task seconds, and the CPU seconds its cgroup used during the run; and the controller's CPU
-    seconds (ansible-playbook and its workers)."""
+    task seconds, the CPU seconds its cgroup used during the run, and those less what the host
+    uses idle (`idle`, per second) over the run's wall time: the run's own; and the
+    controller's CPU seconds (ansible-playbook and its workers)."""
     fd, path = tempfile.mkstemp(prefix="host-cost-", suffix=".json", dir=RUN)
     os.close(fd)
     env = {"ANSIBLE_CALLBACK_PLUGINS": os.path.join(REPO, "bench/callback"),
@@ -86,6 +103,7 @@ def costed(name, hosts, *args):
         os.unlink(path)
     for h in per_host:
         per_host[h]["host_cpu"] = cpu1[h] - cpu0[h]
+        per_host[h]["host_cpu_run"] = per_host[h]["host_cpu"] - idle[h] * wall
     controller = (ctl1.children_user + ctl1.children_system) - (ctl0.children_user + ctl0.children_system)
     return wall, per_host, controller
 
@@ -111,18 +129,22 @@ def per_host_cost(name, reps, *args):
     seconds and CPU seconds (every run's), the controller's CPU seconds per host, and the bytes
     sent per host over SSH."""
     out = {}
+    idle = idle_cpu_rates(HOSTS)
     for n in SIZES:
-        runs = [costed(name, HOSTS[:n], *args) for _ in range(reps)]
+        runs = [costed(name, HOSTS[:n], idle, *args) for _ in range(reps)]
         hosts = [h for _, ph, _ in runs for h in ph.values()]
         out[str(n)] = {"wall": [w for w, _, _ in runs],
                        "calls": [h["calls"] for h in hosts],
                        "task_seconds": [h["task_seconds"] for h in hosts],
                        "host_cpu": [h["host_cpu"] for h in hosts],
+                       "host_cpu_run": [h["host_cpu_run"] for h in hosts],
+                       "idle_cpu_per_s": [idle[h] for h in HOSTS[:n]],
                        "controller_cpu_per_host": [c / n for _, _, c in runs],
                        "ssh": ssh_bytes(name, HOSTS[:n], *args)}
         c = out[str(n)]
         log(f"no-op cost, {name}, {n} hosts: {statistics.median(c['wall']):.2f} s, "
-            f"{statistics.median(c['host_cpu']):.2f} CPU s per host, "
+            f"{statistics.median(c['host_cpu_run']):.2f} CPU s per host "
+            f"({statistics.median(c['host_cpu']):.2f} with the idle background), "
             f"{statistics.median(c['controller_cpu_per_host']):.2f} controller CPU s per host")
     return out
 
@@ -227,6 +249,14 @@ def render_cost(cost):
     """The per-host cost of a no-op, refit beside the foremanctl way, and its growth."""
     med = statistics.median
     kb = lambda n: f"{n / 1e3:,.1f} KB"  # noqa: E731
+    # Figures measured before the idle window was watched have the cgroup's use alone.
+    netted = all("host_cpu_run" in c for way in cost.values() for c in way.values())
+    run_cpu = "host_cpu_run" if netted else "host_cpu"
+    used = ("for it (the module and every systemctl and podman it ran: the cgroup's use during "
+            "the run, less what the host used per second over a minute of doing nothing before "
+            "the way's runs, its services' health checks and its own background, times the run's "
+            "wall time; in brackets, the cgroup's use as it was)") if netted else (
+            "(the module and every systemctl and podman it ran, plus the host's own health checks)")
     lines = [
         "### What a no-op costs each host, refit beside the foremanctl way",
         "",
@@ -235,8 +265,7 @@ def render_cost(cost):
         "what changed, start all), deployed after refit's runs; its no-op is its deploy again. "
         "Per host, medians over hosts and runs: the module calls that ran on it "
         "(bench/callback/host_cost.py; controller-side actions such as the role's argument "
-        "check are not counted), the CPU seconds its cgroup used during the run (the module "
-        "and every systemctl and podman it ran, plus the host's own health checks), the "
+        f"check are not counted), the CPU seconds its cgroup used during the run {used}, the "
         "controller's CPU seconds (ansible-playbook and its workers) divided by the hosts, and "
         "task latency (a task's start to that host's result: it grows with hosts as their "
         "tasks share 2 cores). Bytes are ssh's own counters over one run through each host's "
@@ -250,8 +279,10 @@ def render_cost(cost):
     for n in map(str, SIZES):
         for way, label in (("refit", "refit"), ("fm", "(a) foremanctl way")):
             c = cost[way][n]
+            as_it_was = f" ({med(c['host_cpu']):.2f} s)" if netted else ""
             lines.append(f"| {n} | {label} | {med(c['wall']):.2f} s | {med(c['calls']):g} | "
-                         f"{med(c['host_cpu']):.2f} s | {med(c['controller_cpu_per_host']):.2f} s | "
+                         f"{med(c[run_cpu]):.2f} s{as_it_was} | "
+                         f"{med(c['controller_cpu_per_host']):.2f} s | "
                          f"{med(c['task_seconds']):.2f} s | {kb(c['ssh']['sent'] / int(n))} | "
                          f"{c['ssh']['connections'] / int(n):g} |")
 
@@ -263,11 +294,11 @@ def render_cost(cost):
     top, fm_top = cost["refit"][most], cost["fm"][most]
     lines += [
         "",
-        f"From 10 to {most} hosts, refit's host CPU per host went {growth('refit', 'host_cpu', '10', most)} and "
+        f"From 10 to {most} hosts, refit's host CPU per host{' for the run' if netted else ''} went {growth('refit', run_cpu, '10', most)} and "
         f"its controller CPU per host {growth('refit', 'controller_cpu_per_host', '10', most)}; the "
-        f"foremanctl way's {growth('fm', 'host_cpu', '10', most)} and "
+        f"foremanctl way's {growth('fm', run_cpu, '10', most)} and "
         f"{growth('fm', 'controller_cpu_per_host', '10', most)}. From 1 to 10 hosts, refit's went "
-        f"{growth('refit', 'host_cpu', '1', '10')} and {growth('refit', 'controller_cpu_per_host', '1', '10')}. "
+        f"{growth('refit', run_cpu, '1', '10')} and {growth('refit', 'controller_cpu_per_host', '1', '10')}. "
         f"Over {most} hosts refit sent {kb(top['ssh']['sent'] / int(most))} per host against "
         f"{kb(fm_top['ssh']['sent'] / int(most))}.",
         "",
