@@ -54,13 +54,19 @@ pub struct OneOffResult {
 pub const SOURCE_LABEL: &str = "io.refit.migration";
 
 impl OneOff {
-    /// What makes two one-offs the same work: the image and the command.
+    /// What makes two one-offs the same work: the image, the command, and the volumes it
+    /// writes to. A backup's directory is new for each backup: a killed run's backup, into its
+    /// own directory, is never taken for the next one's, whose directory would stay empty.
     pub(super) fn key(&self) -> String {
         let mut h = Sha256::new();
         h.update(self.image.as_bytes());
         for w in &self.command {
             h.update([0]);
             h.update(w.as_bytes());
+        }
+        for v in &self.volumes {
+            h.update([1]);
+            h.update(v.as_bytes());
         }
         format!("{:x}", h.finalize())[..32].to_string()
     }
@@ -136,7 +142,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_same_work_has_the_same_key_and_other_work_another() {
+    fn the_same_work_has_the_same_key_and_other_work_or_another_directory_another() {
         let a = OneOff {
             image: "img1".into(),
             command: vec!["/bin/migrate".into()],
@@ -150,5 +156,14 @@ mod tests {
             ..a.clone()
         };
         assert_ne!(a.key(), c.key());
+        let into = |dir: &str| OneOff {
+            volumes: vec![
+                "db-data:/var/lib/postgresql".into(),
+                format!("{dir}:/backup"),
+            ],
+            ..a.clone()
+        };
+        assert_eq!(into("/state/1").key(), into("/state/1").key());
+        assert_ne!(into("/state/1").key(), into("/state/2").key());
     }
 }
