@@ -12,15 +12,12 @@
 
 use crate::host::Host;
 use crate::podman::{Finished, ImageRef, OneOff};
-use crate::state::{
-    StateDir, StateError, is_plain_name, narrow_tree, private_dir, read_json, remove_file,
-    write_json,
-};
+use crate::state::{StateDir, StateError, is_plain_name, private_dir, read_json, remove_file};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Where the backup's directory is mounted in the backup and restore containers.
 pub const MOUNT: &str = "/backup";
@@ -57,6 +54,9 @@ fn default_keep() -> usize {
 }
 
 pub use crate::results::run_migrations::BackupTaken as Taken;
+
+mod staged;
+pub use staged::{Staged, stage};
 
 /// A backup listed for the run's recovery, with the stamp of the migration that followed it: a
 /// restore removes that stamp, so the schema put back is judged (and migrated) again.
@@ -207,68 +207,6 @@ pub fn forget_finished(
     Ok(())
 }
 
-/// Takes one backup for the migration `source`, records it, lists it for the run's recovery
-/// (holding `listing` for that) and prunes its stream.
-pub fn take(
-    b: &Backup,
-    origin: &For,
-    site: &Site,
-    listing: &std::sync::Mutex<()>,
-) -> Result<Taken, BackupError> {
-    let Site {
-        state,
-        record,
-        timeout,
-        ..
-    } = *site;
-    let t0 = Instant::now();
-    let _step = crate::progress::step(format!("backing up {}", origin.source), Some(timeout));
-    let stream_dir = state.ensure_backups(&b.stream)?;
-    let dir = new_dir(&stream_dir, origin.source)?;
-    let mut taken = Taken {
-        source: origin.source.to_string(),
-        stream: b.stream.clone(),
-        dir: dir.display().to_string(),
-        image: b.image.clone(),
-        volumes: b.volumes.clone(),
-        network: b.network.clone(),
-        env: b.env_names(),
-        restore_command: b.restore_command.clone(),
-        created_at: crate::time::now_rfc3339(),
-        duration_ms: 0,
-        size_bytes: 0,
-    };
-    let ran = run(site, &taken, &b.env_words(), b.command.clone(), "backup")?;
-    // The tool wrote under its own umask (pg_dump: 0644); the dump is root's alone.
-    narrow_tree(&dir)?;
-    if ran.rc != 0 {
-        return Err(BackupError::BackupFailed {
-            source_name: origin.source.to_string(),
-            rc: ran.rc,
-            dir: taken.dir,
-            tail: ran.tail,
-        });
-    }
-    taken.size_bytes = size_of(&dir);
-    taken.duration_ms = t0.elapsed().as_millis() as u64;
-    write_json(&dir.join(RECORD), &taken, 0o600)?;
-    // Backups of migrations running at once are listed one at a time: each reads, adds to and
-    // writes the one list.
-    let _listing = listing
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let list_file = list_path(state, record);
-    let mut list: Vec<Listed> = read_json(&list_file)?.unwrap_or_default();
-    list.push(Listed {
-        taken: taken.clone(),
-        stamp: origin.stamp.to_path_buf(),
-        migration: origin.migration.to_string(),
-    });
-    write_json(&list_file, &list, 0o600)?;
-    prune(&stream_dir, b.keep, &list)?;
-    Ok(taken)
-}
-
 /// Whether `restore` has a backup of this unfinished run to put back.
 pub fn has_restore(
     state: &StateDir,
@@ -348,19 +286,7 @@ fn run(
     what: &str,
 ) -> Result<Ran, BackupError> {
     let timeout = site.timeout;
-    let mut volumes = t.volumes.clone();
-    volumes.push(format!("{}:{MOUNT}", t.dir));
-    let spec = OneOff {
-        image: t.image.clone(),
-        command,
-        env: env.to_vec(),
-        volumes,
-        network: t.network.clone(),
-        labels: HashMap::from([(
-            "io.refit.migration".to_string(),
-            format!("{}-{what}", t.source),
-        )]),
-    };
+    let spec = container_of(t, env, command, what);
     match site.host.podman.run_oneoff(&spec, timeout)? {
         Finished::Exited(r) => Ok(Ran {
             rc: r.rc,
@@ -370,6 +296,24 @@ fn run(
             what: format!("{}: the {what} of {}", t.source, t.dir),
             secs: timeout.as_secs(),
         }),
+    }
+}
+
+/// The container that runs `command` (the `what`: backup or restore) for the backup `t`, its
+/// directory mounted at MOUNT.
+fn container_of(t: &Taken, env: &[String], command: Vec<String>, what: &str) -> OneOff {
+    let mut volumes = t.volumes.clone();
+    volumes.push(format!("{}:{MOUNT}", t.dir));
+    OneOff {
+        image: t.image.clone(),
+        command,
+        env: env.to_vec(),
+        volumes,
+        network: t.network.clone(),
+        labels: HashMap::from([(
+            "io.refit.migration".to_string(),
+            format!("{}-{what}", t.source),
+        )]),
     }
 }
 

@@ -64,6 +64,24 @@ fn migrate_prepared(
     let stop_record = at.stop_record;
     let timeout = Duration::from_secs(p.timeout);
     let same = same_image::units(m, p, state, host)?;
+    let (source, stamp) = (ready.oneoff.source.clone(), ready.stamp_path.clone());
+    let origin = backup::For {
+        source: &source,
+        migration: &named_source(m),
+        stamp: &stamp,
+    };
+    let site = backup::Site {
+        host,
+        state,
+        record: &p.stop_record,
+        timeout,
+    };
+    // Made ready while the services serve: once they stopped, only the dump runs.
+    let staged_backup = m
+        .backup
+        .as_ref()
+        .map(|b| backup::stage(b, &origin, &site))
+        .transpose()?;
     // Set when the other units of the image stop too: the start goes in the same two waves.
     let mut waves = None;
     if p.stop_first {
@@ -101,19 +119,8 @@ fn migrate_prepared(
         ready.report.stopped = planned.stopped;
     }
     // With its services stopped, nothing writes after the backup that a restore would lose.
-    if let Some(b) = &m.backup {
-        let origin = backup::For {
-            source: &ready.oneoff.source,
-            migration: &named_source(m),
-            stamp: &ready.stamp_path,
-        };
-        let site = backup::Site {
-            host,
-            state,
-            record: &p.stop_record,
-            timeout,
-        };
-        let taken = backup::take(b, &origin, &site, at.books)?;
+    if let Some(staged) = staged_backup {
+        let taken = staged.take(&origin, &site, at.books)?;
         ready.report.backup = Some(Box::new(taken));
     }
     let migrating = crate::progress::step(format!("migrating {}", named_source(m)), Some(timeout));

@@ -316,7 +316,7 @@ fn start_after_fails_at_once_on_an_unhealthy_container() {
 }
 
 #[test]
-fn a_backup_runs_after_the_stop_between_the_create_and_the_run_of_the_migration() {
+fn a_backup_is_created_with_the_migration_and_runs_after_the_stop_before_it() {
     let bed = Bed::new(0);
     let backup = json!({"image": "svc:1", "command": ["dump"], "restore_command": ["load"]});
     let out = bed.run(json!({"stop_first": true, "start_after": true, "backup": backup}));
@@ -325,10 +325,10 @@ fn a_backup_runs_after_the_stop_between_the_create_and_the_run_of_the_migration(
         bed.calls(),
         [
             "create img-1 migrate",
+            "create svc:1 dump",
             "reset-failed web.service app.service",
             "stop web.service",
             "stop app.service",
-            "create svc:1 dump",
             "run svc:1 dump",
             "output svc:1 dump",
             "remove svc:1 dump",
@@ -375,6 +375,32 @@ fn a_stop_that_fails_after_the_create_still_removes_the_container() {
             .any(|c| c.starts_with("run ") || c.starts_with("start ")),
         "neither migrated nor started: {calls:?}"
     );
+}
+
+#[test]
+fn a_stop_that_fails_leaves_no_backup_container_and_no_backup_directory() {
+    let mut bed = Bed::new(0);
+    bed.sim.stuck.insert("web.service".into());
+    let backup = json!({"image": "svc:1", "command": ["dump"], "restore_command": ["load"]});
+    let out =
+        bed.run(json!({"stop_first": true, "start_after": true, "timeout": 5, "backup": backup}));
+    assert_eq!(out["failed"], json!(true), "{out}");
+    let calls = bed.calls();
+    assert!(
+        calls.contains(&"create svc:1 dump".to_string()),
+        "{calls:?}"
+    );
+    assert!(
+        calls.contains(&"remove svc:1 dump".to_string()),
+        "{calls:?}"
+    );
+    assert!(!calls.contains(&"run svc:1 dump".to_string()), "{calls:?}");
+    // The stream's directory stays; the backup's own, made for it, went with its container.
+    let stream = bed.dir.path().join("state/backups/default");
+    let left: Vec<_> = std::fs::read_dir(&stream)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left in {}: {left:?}", stream.display());
 }
 
 /// Migrations of app and web in one call, each container waiting (2 s at most) for the other to
