@@ -75,6 +75,7 @@ pub fn wait_converged(
     let mut noted_healthy = false;
     let mut last_state = String::from("not observed yet");
     let mut pauses = crate::poll::Backoff::up_to(POLL);
+    let mut probe = crate::podman::HealthProbe::until(start + exp.timeout);
     loop {
         let now = clock.now();
         if now.duration_since(start) > exp.timeout {
@@ -173,6 +174,7 @@ pub fn wait_converged(
                             Some(other) => {
                                 good = false;
                                 last_state.push_str(&format!(", health {other}"));
+                                probe.look(podman, clock, &c.id, other);
                             }
                             None => {
                                 good = false;
