@@ -88,6 +88,7 @@ pub fn wait_converged_serving(
     let mut told_serving = false;
     let mut last_state = String::from("not observed yet");
     let mut pauses = crate::poll::Backoff::up_to(POLL);
+    let mut probe = crate::podman::HealthProbe::until(start + exp.timeout);
     loop {
         let now = clock.now();
         if now.duration_since(start) > exp.timeout {
@@ -186,6 +187,7 @@ pub fn wait_converged_serving(
                             Some(other) => {
                                 good = false;
                                 last_state.push_str(&format!(", health {other}"));
+                                probe.look(podman, clock, &c.id, other);
                             }
                             None => {
                                 good = false;

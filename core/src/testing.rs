@@ -1,6 +1,7 @@
 //! Fakes of the host's seams, for unit tests only. They record every call that would change
 //! the host, so a test can assert that nothing was touched.
 
+pub(crate) mod health;
 pub(crate) mod images;
 pub mod sim;
 
@@ -136,6 +137,8 @@ pub struct FakePodman {
     pub secrets: Mutex<std::collections::BTreeMap<String, (String, String)>>,
     /// Where one-off containers wait for each other, so a test sees which ran at once.
     pub oneoffs_meet: sim::meet::Meet,
+    /// Its containers' health commands, refit's probes of them and podman's recorded checks.
+    pub health: health::FakeHealth,
 }
 
 impl Podman for FakePodman {
@@ -304,7 +307,7 @@ impl Podman for FakePodman {
             .containers
             .iter()
             .filter(|c| selection.matches(&c.unit))
-            .cloned()
+            .map(|c| self.health.as_seen(c))
             .collect())
     }
 }

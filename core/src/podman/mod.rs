@@ -2,6 +2,8 @@
 //! so plans and waits can be tested without a host; `PodmanApi` speaks to the real socket.
 
 mod api;
+mod health_api;
+pub mod health_probe;
 mod images;
 mod known_images;
 mod leftovers;
@@ -17,6 +19,7 @@ mod wire;
 
 pub use crate::reference::ImageRef;
 pub use api::PodmanApi;
+pub use health_probe::{HealthProbe, HealthProbes};
 pub use images::{ImageStore, LocalImage};
 pub use oneoff::{Ended, Finished, Guard, OneOff, OneOffResult, Prepared};
 pub use secrets::SecretInfo;
@@ -70,7 +73,7 @@ impl ContainerInfo {
     }
 }
 
-pub trait Podman: Sync + ImageStore {
+pub trait Podman: Sync + ImageStore + HealthProbes {
     fn ping(&self) -> Result<(), PodmanError>;
     /// The local image ID a reference resolves to now, or None when it is not local.
     fn image_id(&self, image: &str) -> Result<Option<String>, PodmanError>;

@@ -85,6 +85,16 @@ pub fn refused(call: impl Into<String>, status: u16, body: &[u8]) -> PodmanError
 /// Sends `req` to the API at `socket`: the status and the de-chunked body, whatever the
 /// status.
 pub fn send(socket: &str, req: &Request) -> Result<Response, PodmanError> {
+    send_tries(socket, req, req.method == "GET")
+}
+
+/// `send`, never asked again, even a GET: one that does something each time it is asked
+/// (podman's health check run) must not be doubled.
+pub fn send_once(socket: &str, req: &Request) -> Result<Response, PodmanError> {
+    send_tries(socket, req, false)
+}
+
+fn send_tries(socket: &str, req: &Request, again: bool) -> Result<Response, PodmanError> {
     let err = |detail: String| PodmanError::Api {
         call: req.call.to_string(),
         detail,
@@ -93,7 +103,7 @@ pub fn send(socket: &str, req: &Request) -> Result<Response, PodmanError> {
     // podman's API service, socket-activated, exits after a few idle seconds: a request that
     // meets it on its way out is reset, or refused until systemd listens again. A GET changes
     // nothing, so it is asked once more, after a moment; anything else fails as it came.
-    if raw.is_err() && req.method == "GET" {
+    if raw.is_err() && again {
         std::thread::sleep(RETRY_AFTER);
         raw = exchange(socket, req);
     }
