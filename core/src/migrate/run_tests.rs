@@ -316,6 +316,37 @@ fn start_after_fails_at_once_on_an_unhealthy_container() {
 }
 
 #[test]
+fn start_after_probes_a_starting_container_and_serves_once_its_own_check_passes() {
+    let mut bed = Bed::new(0);
+    for c in &mut bed.podman.containers {
+        c.health = Some(Health::Starting);
+    }
+    bed.podman.health.test = vec!["CMD-SHELL".into(), "ready".into()];
+    // Not ready at the first probe of each, ready after.
+    *bed.podman.health.probe_rcs.lock().expect("rcs") = vec![1, 1, 0];
+    let out = bed.run(json!({"stop_first": true, "start_after": true, "timeout": 30}));
+    assert_eq!(out["failed"], json!(false), "{out}");
+    let checked = bed
+        .podman
+        .health
+        .recorded_checks
+        .lock()
+        .expect("checks")
+        .clone();
+    assert_eq!(
+        checked.len(),
+        2,
+        "one recorded check per container: {checked:?}"
+    );
+    assert!(
+        bed.podman.health.probed() >= 3,
+        "{}",
+        bed.podman.health.probed()
+    );
+    bed.calls();
+}
+
+#[test]
 fn a_backup_is_created_with_the_migration_and_runs_after_the_stop_before_it() {
     let bed = Bed::new(0);
     let backup = json!({"image": "svc:1", "command": ["dump"], "restore_command": ["load"]});

@@ -6,8 +6,9 @@
 use super::MigrateError;
 use super::same_image::Waves;
 use crate::host::Host;
-use crate::podman::Health;
+use crate::podman::{Health, HealthProbe};
 use crate::stop_services::{StartLimit, StopError, start_set, start_set_at_once};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// The longest pause between two looks at a started container's health.
@@ -147,6 +148,9 @@ fn wait_healthy(
     // The moments shown as progress lines, each once per service.
     let mut noted_started: Vec<String> = Vec::new();
     let mut noted_healthy: Vec<String> = Vec::new();
+    // Each service's container is probed while podman still says `starting`: health is seen
+    // as the service is ready, not at podman's next timer check.
+    let mut probes: HashMap<&String, HealthProbe> = HashMap::new();
     loop {
         let statuses = host.systemd.show(services).map_err(StopError::from)?;
         for s in statuses.iter().filter(|s| s.is_active()) {
@@ -167,7 +171,13 @@ fn wait_healthy(
                             why: "its container is unhealthy".into(),
                         });
                     }
-                    Some(other) => waiting.push((svc, format!("health {other:?}"))),
+                    Some(other) => {
+                        probes
+                            .entry(svc)
+                            .or_insert_with(|| HealthProbe::until(t0 + deadline))
+                            .look(host.podman, host.clock, &c.id, other);
+                        waiting.push((svc, format!("health {other:?}")));
+                    }
                 },
             }
         }
