@@ -174,7 +174,13 @@ pub fn wait_converged_serving(
                         last_state
                             .push_str(&format!(", container runs image {}", short(&c.image_id)));
                     } else if exp.needs_health {
-                        match &c.health {
+                        // A probe that passed had podman run its check: what podman said
+                        // then is the container's health now.
+                        let now_seen = c
+                            .health
+                            .as_ref()
+                            .and_then(|h| probe.look(podman, clock, &c.id, h));
+                        match now_seen.as_ref().or(c.health.as_ref()) {
                             Some(Health::Healthy) => {
                                 if !noted_healthy {
                                     noted_healthy = true;
@@ -187,7 +193,6 @@ pub fn wait_converged_serving(
                             Some(other) => {
                                 good = false;
                                 last_state.push_str(&format!(", health {other}"));
-                                probe.look(podman, clock, &c.id, other);
                             }
                             None => {
                                 good = false;

@@ -162,7 +162,10 @@ fn wait_healthy(
         for svc in services {
             match containers.iter().find(|c| &c.unit == svc && c.running()) {
                 None => waiting.push((svc, "no running container".into())),
-                Some(c) => match &c.health {
+                Some(c) => match probed(&mut probes, svc, host, c, t0 + deadline)
+                    .as_ref()
+                    .or(c.health.as_ref())
+                {
                     None => {}
                     Some(Health::Healthy) => note_once(&mut noted_healthy, svc, "healthy"),
                     Some(Health::Unhealthy) => {
@@ -171,13 +174,7 @@ fn wait_healthy(
                             why: "its container is unhealthy".into(),
                         });
                     }
-                    Some(other) => {
-                        probes
-                            .entry(svc)
-                            .or_insert_with(|| HealthProbe::until(t0 + deadline))
-                            .look(host.podman, host.clock, &c.id, other);
-                        waiting.push((svc, format!("health {other:?}")));
-                    }
+                    Some(other) => waiting.push((svc, format!("health {other:?}"))),
                 },
             }
         }
@@ -215,6 +212,22 @@ fn wait_healthy(
         }
         host.clock.sleep(pauses.pause());
     }
+}
+
+/// The health podman reported after the run of its check that a passing probe of `svc`'s
+/// container asked for in this look; None when none ran.
+fn probed<'a>(
+    probes: &mut HashMap<&'a String, HealthProbe>,
+    svc: &'a String,
+    host: &Host,
+    c: &crate::podman::ContainerInfo,
+    deadline: Instant,
+) -> Option<Health> {
+    let health = c.health.as_ref()?;
+    probes
+        .entry(svc)
+        .or_insert_with(|| HealthProbe::until(deadline))
+        .look(host.podman, host.clock, &c.id, health)
 }
 
 /// One progress line for `service` reaching `moment`, the first time it is seen.

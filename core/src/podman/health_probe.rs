@@ -131,16 +131,17 @@ impl HealthProbe {
 
     /// Called on each look at a wanted container podman reports as `health`: probes it when
     /// it is `starting` and a probe is due, and asks podman for its recorded check once one
-    /// passes. Never fails; what goes wrong is logged.
+    /// passes. Returns the status podman reported after that check, which is the container's
+    /// now; None when it did not run. Never fails; what goes wrong is logged.
     pub fn look(
         &mut self,
         podman: &dyn HealthProbes,
         clock: &dyn Clock,
         container: &str,
         health: &Health,
-    ) {
+    ) -> Option<Health> {
         if *health != Health::Starting {
-            return;
+            return None;
         }
         if self.container != container {
             // Another container (systemd restarted the service): what was known is not its.
@@ -152,17 +153,21 @@ impl HealthProbe {
         let due = self.last.is_none_or(|t| now.duration_since(t) >= SPACING);
         let left = self.deadline.saturating_duration_since(now);
         if self.done || !due || left.is_zero() {
-            return;
+            return None;
         }
         self.last = Some(now);
-        if let Err(e) = self.probe(podman, container, PROBE_TIMEOUT.min(left)) {
-            if matches!(
-                e,
-                ProbeError::TimedOut { .. } | ProbeError::UnknownTest { .. }
-            ) {
-                self.done = true;
+        match self.probe(podman, container, PROBE_TIMEOUT.min(left)) {
+            Ok(after) => after,
+            Err(e) => {
+                if matches!(
+                    e,
+                    ProbeError::TimedOut { .. } | ProbeError::UnknownTest { .. }
+                ) {
+                    self.done = true;
+                }
+                tracing::warn!(container, error = %e, "health probe");
+                None
             }
-            tracing::warn!(container, error = %e, "health probe");
         }
     }
 
@@ -171,28 +176,28 @@ impl HealthProbe {
         podman: &dyn HealthProbes,
         container: &str,
         timeout: Duration,
-    ) -> Result<(), ProbeError> {
+    ) -> Result<Option<Health>, ProbeError> {
         let argv = match &self.argv {
             Some(argv) => argv.clone(),
             None => match podman.health_command(container)? {
                 Some(argv) => self.argv.insert(argv).clone(),
                 None => {
                     self.done = true;
-                    return Ok(());
+                    return Ok(None);
                 }
             },
         };
         let rc = podman.exec_probe(container, &argv, timeout)?;
         tracing::debug!(container, rc, "health probe ran");
         if rc != 0 {
-            return Ok(());
+            return Ok(None);
         }
         // Asked once, whatever it answers: a recorded check that fails counts with podman, and
         // refit must never be what turns a container unhealthy.
         self.done = true;
         let now = podman.run_recorded_check(container, timeout)?;
         tracing::debug!(container, health = ?now, "podman ran its recorded health check");
-        Ok(())
+        Ok(now)
     }
 }
 

@@ -77,6 +77,25 @@ fn failing_probes_never_ask_for_the_recorded_check() {
 }
 
 #[test]
+fn the_look_whose_probe_passed_answers_what_podman_said_after_its_check() {
+    let p = podman(Some(Health::Starting), shell("test -f /ready"), vec![1, 0]);
+    let clock = FakeClock::default();
+    let mut probe = HealthProbe::until(clock.now() + Duration::from_secs(10));
+    assert_eq!(probe.look(&p, &clock, "c1", &Health::Starting), None);
+    clock.sleep(SPACING);
+    assert_eq!(
+        probe.look(&p, &clock, "c1", &Health::Starting),
+        Some(Health::Healthy)
+    );
+    clock.sleep(SPACING);
+    assert_eq!(
+        probe.look(&p, &clock, "c1", &Health::Starting),
+        None,
+        "asked once"
+    );
+}
+
+#[test]
 fn probes_are_spaced_by_at_least_250_ms() {
     let p = podman(None, shell("false"), vec![1]);
     let clock = FakeClock::default();
