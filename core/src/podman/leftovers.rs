@@ -4,7 +4,7 @@
 use super::ContainerState;
 use super::api::Listed;
 
-/// The label that names a one-off's work: its image and command (`OneOff::key`).
+/// The label that names a one-off's work: its image, command and volumes (`OneOff::key`).
 pub(super) const KEY_LABEL: &str = "io.refit.migration.key";
 
 /// What to do with a unit's leftover one-offs before a new one: the one to adopt, if any, and
@@ -17,10 +17,14 @@ pub(super) struct Sweep {
     /// database, seen on the testbed after a power-off, while the list still carries it).
     pub(super) adopted_exit: Option<i64>,
     pub(super) remove: Vec<String>,
+    /// Leftovers of other work that still run: removing one would stop that work halfway (a
+    /// migration, say, whose next run's check comes first).
+    pub(super) still_running: Vec<String>,
 }
 
 /// Sorts the leftovers: the first one of the same work (`key`) that has an answer to wait for is
-/// adopted, every other one, never-started ones of the same work included, is removed.
+/// adopted; one of other work that still runs is left alone; every other one, never-started
+/// ones of the same work included, is removed.
 pub(super) fn sweep(listed: Vec<Listed>, key: &str) -> Sweep {
     let mut out = Sweep::default();
     for c in listed {
@@ -32,6 +36,8 @@ pub(super) fn sweep(listed: Vec<Listed>, key: &str) -> Sweep {
         if same && out.adopt.is_none() && has_an_answer(&c) {
             out.adopted_exit = recorded_exit(&c);
             out.adopt = Some(c.id);
+        } else if !same && still_runs(&c) {
+            out.still_running.push(c.id);
         } else {
             out.remove.push(c.id);
         }
@@ -54,6 +60,15 @@ fn has_an_answer(c: &Listed) -> bool {
             "stopped" | "exited" => recorded_exit(c).is_some_and(|rc| !killed_or_unknown(rc)),
             _ => false,
         },
+        ContainerState::Other(_) => false,
+    }
+}
+
+/// Whether the leftover's work goes on in this boot: it runs, or is stopping.
+fn still_runs(c: &Listed) -> bool {
+    match ContainerState::parse(&c.state) {
+        ContainerState::Running => true,
+        ContainerState::NotRunning(s) => s == "stopping",
         ContainerState::Other(_) => false,
     }
 }
@@ -130,20 +145,33 @@ mod tests {
         assert_eq!(sweep(vec![running], "k1").adopt.as_deref(), Some("running"));
     }
 
+    /// A killed run's migration still runs when the next run's check (other work under the
+    /// same label) comes to prepare its own container: that one is left to run, never removed.
+    #[test]
+    fn a_running_leftover_of_other_work_is_neither_adopted_nor_removed() {
+        for state in ["running", "stopping"] {
+            let found = sweep(vec![listed("migrating", "migrate", state)], "check");
+            assert_eq!(found.adopt, None, "{state}");
+            assert!(found.remove.is_empty(), "{state}: {:?}", found.remove);
+            assert_eq!(found.still_running, ["migrating"], "{state}");
+        }
+        let ended = sweep(vec![listed("migrated", "migrate", "exited")], "check");
+        assert_eq!(ended.remove, ["migrated"]);
+        assert!(ended.still_running.is_empty());
+    }
+
     #[test]
     fn a_started_leftover_of_the_same_work_is_adopted_and_the_others_removed() {
         for state in ["running", "exited", "stopped"] {
             let found = sweep(
-                vec![
-                    listed("other", "k2", "running"),
-                    listed("same", "k1", state),
-                ],
+                vec![listed("other", "k2", "exited"), listed("same", "k1", state)],
                 "k1",
             );
             let want = Sweep {
                 adopt: Some("same".into()),
                 adopted_exit: (state != "running").then_some(0),
                 remove: vec!["other".into()],
+                still_running: Vec::new(),
             };
             assert_eq!(found, want, "{state}");
         }
@@ -159,6 +187,7 @@ mod tests {
                 adopt: None,
                 adopted_exit: None,
                 remove: vec!["same".into()],
+                still_running: Vec::new(),
             };
             assert_eq!(found, want, "{state}");
         }

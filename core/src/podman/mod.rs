@@ -47,6 +47,10 @@ pub enum PodmanError {
         "podman cannot tell how the one-off container {container} ended ({detail}): its conmon was gone before it recorded the exit, so its work may have stopped halfway and refit takes it as not done; run again, and the next run removes the container and does the work anew"
     )]
     ExitUnknown { container: String, detail: String },
+    #[error(
+        "container {container} ({label}'s one-off, left by a run that was killed) still runs its work, and refit does not stop it halfway; wait until it ends (`podman wait {container}`), then run again"
+    )]
+    LeftoverRunning { container: String, label: String },
 }
 
 /// A container as refit needs to see it.

@@ -171,8 +171,9 @@ impl PodmanApi {
         output
     }
 
-    /// Removes the unit's leftover one-offs, but for a started one of the same work (image and
-    /// command), which is returned, adopted.
+    /// Removes the unit's leftover one-offs, but for a started one of the same work (image,
+    /// command and volumes), which is returned, adopted. One of other work that still runs
+    /// refuses the new one.
     fn sweep_leftovers(&self, spec: &OneOff, key: &str) -> Result<Option<Prepared>, PodmanError> {
         let Some(source) = spec.labels.get(SOURCE_LABEL) else {
             return Ok(None);
@@ -182,7 +183,14 @@ impl PodmanApi {
             adopt,
             adopted_exit,
             remove,
+            still_running,
         } = sweep(listed, key);
+        if let Some(container) = still_running.into_iter().next() {
+            return Err(PodmanError::LeftoverRunning {
+                container,
+                label: source.clone(),
+            });
+        }
         for id in remove {
             let rm = RemoveContainerOptionsBuilder::new().force(true).build();
             self.block_on(self.docker().remove_container(&id, Some(rm)))
