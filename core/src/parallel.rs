@@ -57,11 +57,18 @@ impl<R> Release<R> {
         // The receiver lives until every thread answered: a send cannot fail.
         let _ = self.tx.send(Message::Released(self.index));
     }
+
+    /// This item's answer will be one `go_on` refuses: nothing more starts from now, as on that
+    /// answer, while the item finishes its work (a rollback, say).
+    pub fn refused(&self) {
+        let _ = self.tx.send(Message::Refused);
+    }
 }
 
 /// What a walk's thread tells it.
 enum Message<R> {
     Released(usize),
+    Refused,
     Answered(usize, std::thread::Result<R>),
 }
 
@@ -133,6 +140,10 @@ pub fn walk_releasing<T: Send, R: Send>(
             let (index, answer) = match message {
                 Message::Released(index) => {
                     graph.release(index);
+                    continue;
+                }
+                Message::Refused => {
+                    stopped = true;
                     continue;
                 }
                 Message::Answered(index, answer) => (index, answer),
@@ -379,5 +390,39 @@ mod tests {
         let mut finished: Vec<usize> = out.iter().map(|w| w.index).collect();
         finished.sort_unstable();
         assert_eq!(finished, [0, 1, 2]);
+    }
+
+    #[test]
+    fn an_item_that_says_it_is_refused_starts_nothing_more_before_it_answers() {
+        let refused_said = std::sync::atomic::AtomicBool::new(false);
+        let second_done = std::sync::atomic::AtomicBool::new(false);
+        // 0 releases 1, says it is refused, and answers only once 1 is done; 1 releases 2
+        // after that. Without the word, 2 would start while 0 still works.
+        let out = walk_releasing(
+            vec![0, 1, 2],
+            &[vec![], vec![0], vec![1]],
+            3,
+            |i: usize, release| {
+                match i {
+                    0 => {
+                        release.now();
+                        release.refused();
+                        refused_said.store(true, Ordering::SeqCst);
+                        until(|| second_done.load(Ordering::SeqCst));
+                    }
+                    1 => {
+                        until(|| refused_said.load(Ordering::SeqCst));
+                        release.now();
+                        second_done.store(true, Ordering::SeqCst);
+                    }
+                    _ => {}
+                }
+                i
+            },
+            |&i| i != 0,
+        );
+        let mut ran: Vec<usize> = out.iter().map(|w| w.index).collect();
+        ran.sort_unstable();
+        assert_eq!(ran, [0, 1]);
     }
 }

@@ -73,8 +73,17 @@ impl Applier<'_> {
                 if !w.plan.changes() {
                     return Ok(false);
                 }
-                let serving = || release.now();
-                self.apply_target(&w.target, &w.observed, &w.plan, &mut w.report, &serving)
+                // A restore goes on past a failure: its walk is never stopped.
+                let failed = || {
+                    if !self.settings.restoring {
+                        release.refused();
+                    }
+                };
+                let walk = InWalk {
+                    serving: &|| release.now(),
+                    failed: &failed,
+                };
+                self.apply_target(&w.target, &w.observed, &w.plan, &mut w.report, &walk)
                     .map(|()| true)
             },
             |r| self.settings.restoring || r.is_ok(),
@@ -88,6 +97,11 @@ impl Applier<'_> {
                 Err(failed) => failures.push((w.index, failed)),
             }
         }
+        // A dependent started beside its dependency's hold may fail because that one went back:
+        // the failure first in dependency order (the work's order) is the cause. What changed
+        // goes back newest in that order first.
+        failures.sort_by_key(|(i, _)| *i);
+        done.sort_unstable();
         let mut failures = failures.into_iter();
         let Some((_, failed)) = failures.next() else {
             return Ok(());
@@ -142,22 +156,24 @@ impl Applier<'_> {
         })
     }
 
-    /// Carries out one target's plan; `serving` is told once the last service it starts first
-    /// serves. Any failure once the host was touched (the file written, a job queued, a
-    /// service that did not converge) rolls the target back, when rollback is on, before the
-    /// failure is returned.
+    /// Carries out one target's plan, telling its walk when its last started service first
+    /// serves and when it failed. Any failure once the host was touched (the file written, a
+    /// job queued, a service that did not converge) rolls the target back, when rollback is on,
+    /// before the failure is returned.
     fn apply_target(
         &self,
         t: &Target,
         obs: &Observation,
         plan: &TargetPlan,
         report: &mut Report,
-        serving: &dyn Fn(),
+        walk: &InWalk,
     ) -> Result<(), TargetFailed> {
         let mut replaced: Vec<String> = Vec::new();
-        let Err(cause) = self.change(t, obs, plan, report, &mut replaced, serving) else {
+        let Err(cause) = self.change(t, obs, plan, report, &mut replaced, walk.serving) else {
             return Ok(());
         };
+        // Nothing more starts on a unit known to fail, also while it goes back.
+        (walk.failed)();
         let service = match &cause {
             ApplyError::NotConverged { service, .. } => service.clone(),
             ApplyError::Step { .. } => t.name.service(),
@@ -329,6 +345,14 @@ impl Applier<'_> {
         }
         Ok(())
     }
+}
+
+/// How a target's work speaks to the walk it is part of.
+struct InWalk<'a> {
+    /// Its dependents may start: its last started service serves.
+    serving: &'a dyn Fn(),
+    /// It failed: nothing more may start.
+    failed: &'a dyn Fn(),
 }
 
 /// For each target, the earlier targets that run a service it is ordered after. The work is in

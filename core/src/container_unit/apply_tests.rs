@@ -76,6 +76,15 @@ fn a_units_run_starts_dependencies_first_and_a_failure_rolls_back_what_it_change
     assert_eq!(rolled.len(), 2, "{}", ran.out);
 }
 
+/// `args` with a hold of `ms` on the fake clock, a deadline past it, and db and app free to
+/// run at once.
+fn held(mut args: Value, ms: u64) -> Value {
+    args["min_healthy_time"] = json!(ms);
+    args["timeout"] = json!(7_200);
+    args["max_parallel_units"] = json!(2);
+    args
+}
+
 #[test]
 fn a_dependent_starts_once_what_it_depends_on_serves_while_that_one_holds() {
     let bed = Bed::new(IMAGE, "img-a");
@@ -87,13 +96,9 @@ fn a_dependent_starts_once_what_it_depends_on_serves_while_that_one_holds() {
         seen.lock().expect("looks").push(looks);
         false
     });
-    let mut args = units("a");
     // An hour's hold on the fake clock is some 36,000 looks at db: app, started only after it,
     // would start past them.
-    args["min_healthy_time"] = json!(3_600_000);
-    args["timeout"] = json!(7_200);
-    args["max_parallel_units"] = json!(2);
-    let ran = bed.run_unit(args);
+    let ran = bed.run_unit(held(units("a"), 3_600_000));
     assert_eq!(ran.out["failed"], json!(false), "{}", ran.out);
     let starts = looks_at_start.lock().expect("looks").clone();
     assert_eq!(starts.len(), 2, "{starts:?}");
@@ -105,6 +110,35 @@ fn a_dependent_starts_once_what_it_depends_on_serves_while_that_one_holds() {
     let jobs = bed.jobs();
     let pos = |s: &str| jobs.iter().position(|j| j.ends_with(s)).expect(s);
     assert!(pos("db.service") < pos("app.service"), "{jobs:?}");
+}
+
+#[test]
+fn a_hold_that_fails_after_its_dependent_started_rolls_back_both_and_names_its_own_unit() {
+    let bed = Bed::new(IMAGE, "img-a");
+    let ran = bed.run_unit(units("a"));
+    assert_eq!(ran.out["failed"], json!(false), "{}", ran.out);
+    let (db_a, app_a) = (bed.revision("db.service"), bed.revision("app.service"));
+    // b: db serves and releases app; as app's container starts, db's goes down under its hold
+    // and systemd restarts it on its own.
+    let starts = std::sync::atomic::AtomicUsize::new(0);
+    bed.sim.crash_while(move |sim| {
+        if starts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+            sim.crash_then_restart_on_its_own("db.service", 0);
+        }
+        false
+    });
+    let ran = bed.run_unit(held(units("b"), 600_000));
+    assert_eq!(ran.out["failed"], json!(true), "{}", ran.out);
+    let msg = ran.out["msg"].as_str().unwrap_or_default();
+    assert!(msg.starts_with("db.service: revision"), "{msg}");
+    assert!(msg.contains("crash-looping"), "{msg}");
+    assert_eq!(bed.revision("db.service"), db_a);
+    assert_eq!(bed.revision("app.service"), app_a);
+    let jobs = bed.jobs();
+    assert!(
+        jobs.iter().any(|j| j.ends_with("app.service")),
+        "app started: {jobs:?}"
+    );
 }
 
 fn workers(v: &str, extra: Value) -> Value {
