@@ -71,13 +71,16 @@ def host_cpu_seconds(hosts):
 
 # How long each host is watched doing nothing before a way's no-op runs: the services' health
 # checks (every 60 s) and the guest's own background land in a window of this length often
-# enough for a rate.
+# enough for a rate. The watch begins once the work before it (a deploy, a z-stream) has had
+# one health interval to settle: its starts and their first checks are not the background.
 IDLE_SECONDS = 60
+SETTLE_SECONDS = 60
 
 
 def idle_cpu_rates(hosts):
     """CPU seconds per second each host's cgroup uses while no playbook runs: its services'
     health checks and its own background, which a run's window holds too."""
+    time.sleep(SETTLE_SECONDS)
     before = host_cpu_seconds(hosts)
     time.sleep(IDLE_SECONDS)
     after = host_cpu_seconds(hosts)
@@ -252,10 +255,16 @@ def render_cost(cost):
     # Figures measured before the idle window was watched have the cgroup's use alone.
     netted = all("host_cpu_run" in c for way in cost.values() for c in way.values())
     run_cpu = "host_cpu_run" if netted else "host_cpu"
+
+    def host_cpu(c):
+        return statistics.mean(c[run_cpu]) if netted else med(c[run_cpu])
+
     used = ("for it (the module and every systemctl and podman it ran: the cgroup's use during "
             "the run, less what the host used per second over a minute of doing nothing before "
             "the way's runs, its services' health checks and its own background, times the run's "
-            "wall time; in brackets, the cgroup's use as it was)") if netted else (
+            "wall time; a mean, not a median: the background comes in spikes a median of the "
+            "runs would mostly miss while the rate takes them all off; in brackets, the "
+            "cgroup's use as it was, a median)") if netted else (
             "(the module and every systemctl and podman it ran, plus the host's own health checks)")
     lines = [
         "### What a no-op costs each host, refit beside the foremanctl way",
@@ -281,13 +290,14 @@ def render_cost(cost):
             c = cost[way][n]
             as_it_was = f" ({med(c['host_cpu']):.2f} s)" if netted else ""
             lines.append(f"| {n} | {label} | {med(c['wall']):.2f} s | {med(c['calls']):g} | "
-                         f"{med(c[run_cpu]):.2f} s{as_it_was} | "
+                         f"{host_cpu(c):.2f} s{as_it_was} | "
                          f"{med(c['controller_cpu_per_host']):.2f} s | "
                          f"{med(c['task_seconds']):.2f} s | {kb(c['ssh']['sent'] / int(n))} | "
                          f"{c['ssh']['connections'] / int(n):g} |")
 
     def growth(way, key, a, z):
-        one, ten = med(cost[way][a][key]), med(cost[way][z][key])
+        of = host_cpu if key == run_cpu else (lambda c: med(c[key]))
+        one, ten = of(cost[way][a]), of(cost[way][z])
         return f"{one:.2f} s to {ten:.2f} s ({ten / one:.2f}x)"
 
     most = str(max(SIZES))
