@@ -124,6 +124,8 @@ pub struct FakePodman {
     pub oneoff_create_fails: bool,
     /// The one-off containers prepared and not removed yet, by ID: empty after every run.
     pub held: Mutex<HashMap<String, OneOff>>,
+    /// The number the next prepared one-off's ID takes: unique however many prepare at once.
+    pub next_oneoff: std::sync::atomic::AtomicUsize,
     /// The API does not answer.
     pub unreachable: bool,
     /// Every one-off container run, as it was asked for.
@@ -187,8 +189,10 @@ impl Podman for FakePodman {
             });
         }
         let mut held = self.held.lock().expect("held");
-        // Unique: every prepare adds a call first.
-        let id = format!("oneoff-{}", self.calls.lock().expect("calls").len());
+        let n = self
+            .next_oneoff
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let id = format!("oneoff-{n}");
         held.insert(id.clone(), spec.clone());
         Ok(Prepared {
             id,
