@@ -1,22 +1,39 @@
-//! `HealthProbes` over libpod's API (`wire`): the health command from the container's
-//! inspect, the probe as an exec session (created, started attached until its command ends,
-//! then inspected for its exit code), and podman's recorded check run on request. libpod has
-//! no call that stops an exec: a probe given up at its timeout runs on in the container until
-//! its command ends, which is why the wait probes that container no more.
+//! `HealthProbes` over libpod's API (`wire`): the health check (command, timeout, retries)
+//! and its failing streak from the container's inspect, the probe as an exec session
+//! (created, started attached until its command ends, then inspected for its exit code), and
+//! podman's recorded check run on request. Each call is bounded by the timeout it is given,
+//! retries included. libpod has no call that stops an exec: a probe given up at its timeout
+//! runs on in the container until its command ends, which is why the wait probes that
+//! container no more.
 
-use super::health_probe::{HealthProbes, ProbeError, health_argv};
+use super::health_probe::{
+    DEFAULT_CHECK_TIMEOUT, HealthCommand, HealthProbes, ProbeError, health_argv,
+};
 use super::{Health, PodmanApi, PodmanError, wire};
 use serde::Deserialize;
 use std::time::{Duration, Instant};
-
-/// The bound of the calls around a probe (inspect, exec create and inspect): quick ones.
-const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]
 struct Inspect {
     #[serde(default)]
     config: Config,
+    #[serde(default)]
+    state: State,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+struct State {
+    #[serde(default)]
+    health: Option<HealthState>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct HealthState {
+    #[serde(default)]
+    failing_streak: i64,
 }
 
 #[derive(Deserialize, Default)]
@@ -30,11 +47,37 @@ struct Config {
     startup_health_check: Option<Check>,
 }
 
+/// podman's `Schema2HealthConfig`: durations in nanoseconds, zeros left out.
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]
 struct Check {
     #[serde(default)]
     test: Vec<String>,
+    #[serde(default)]
+    timeout: i64,
+    #[serde(default)]
+    retries: i64,
+}
+
+impl Check {
+    /// What a probe needs of it. podman fills in no retries for an image's check that names
+    /// none, and compares the failing streak with the 0 it keeps: the first failure turns the
+    /// container unhealthy, so none stays 0 here. A timeout is always filled in by podman;
+    /// none is taken as podman's default.
+    fn command(&self, container: &str) -> Result<Option<HealthCommand>, ProbeError> {
+        let Some(argv) = health_argv(container, &self.test)? else {
+            return Ok(None);
+        };
+        let timeout = u64::try_from(self.timeout)
+            .ok()
+            .filter(|&t| t > 0)
+            .map_or(DEFAULT_CHECK_TIMEOUT, Duration::from_nanos);
+        Ok(Some(HealthCommand {
+            argv,
+            timeout,
+            retries: u32::try_from(self.retries.max(0)).unwrap_or(u32::MAX),
+        }))
+    }
 }
 
 #[derive(Deserialize)]
@@ -85,15 +128,21 @@ impl PodmanApi {
             status => Err(wire::refused(call, status, &answer.body)),
         }
     }
+
+    fn inspect(&self, container: &str, timeout: Duration) -> Result<Option<Inspect>, ProbeError> {
+        let path = format!("/v4.0.0/libpod/containers/{}/json", wire::encode(container));
+        wire::get_json(self.socket(), "container inspect", &path, timeout)
+            .map_err(podman_err(container))
+    }
 }
 
 impl HealthProbes for PodmanApi {
-    fn health_command(&self, container: &str) -> Result<Option<Vec<String>>, ProbeError> {
-        let path = format!("/v4.0.0/libpod/containers/{}/json", wire::encode(container));
-        let got: Option<Inspect> =
-            wire::get_json(self.socket(), "container inspect", &path, CALL_TIMEOUT)
-                .map_err(podman_err(container))?;
-        let Some(config) = got.map(|i| i.config) else {
+    fn health_command(
+        &self,
+        container: &str,
+        timeout: Duration,
+    ) -> Result<Option<HealthCommand>, ProbeError> {
+        let Some(config) = self.inspect(container, timeout)?.map(|i| i.config) else {
             return Ok(None);
         };
         if config
@@ -102,8 +151,21 @@ impl HealthProbes for PodmanApi {
         {
             return Ok(None);
         }
-        let test = config.healthcheck.map(|c| c.test).unwrap_or_default();
-        health_argv(container, &test)
+        match config.healthcheck {
+            Some(check) => check.command(container),
+            None => Ok(None),
+        }
+    }
+
+    fn failing_streak(&self, container: &str, timeout: Duration) -> Result<u32, ProbeError> {
+        let Some(inspect) = self.inspect(container, timeout)? else {
+            return Err(podman_err(container)(PodmanError::Api {
+                call: "container inspect".into(),
+                detail: format!("container {container} is gone"),
+            }));
+        };
+        let streak = inspect.state.health.map_or(0, |h| h.failing_streak.max(0));
+        Ok(u32::try_from(streak).unwrap_or(u32::MAX))
     }
 
     fn exec_probe(
@@ -117,7 +179,7 @@ impl HealthProbes for PodmanApi {
         let path = format!("/v4.0.0/libpod/containers/{}/exec", wire::encode(container));
         let body = serde_json::json!({"Cmd": argv, "AttachStdout": true, "AttachStderr": true});
         let created = self
-            .post_json("exec create", &path, &body, CALL_TIMEOUT.min(timeout))
+            .post_json("exec create", &path, &body, timeout)
             .map_err(&err)?;
         let Created { id } = serde_json::from_slice(&created.body).map_err(|e| {
             err(PodmanError::Api {
@@ -127,21 +189,27 @@ impl HealthProbes for PodmanApi {
         })?;
         // Attached: podman answers once the command ended; its output is not kept.
         let start = format!("/v4.0.0/libpod/exec/{}/start", wire::encode(&id));
-        let left = timeout.saturating_sub(began.elapsed());
+        let timed_out = || ProbeError::TimedOut {
+            container: container.to_string(),
+            timeout,
+        };
+        let left = || Some(timeout.saturating_sub(began.elapsed())).filter(|l| !l.is_zero());
         let body = serde_json::json!({"Detach": false, "Tty": false});
-        if let Err(e) = self.post_json("exec start", &start, &body, left) {
-            return Err(if began.elapsed() >= timeout {
-                ProbeError::TimedOut {
-                    container: container.to_string(),
-                    timeout,
-                }
+        let started = match left() {
+            Some(left) => self.post_json("exec start", &start, &body, left),
+            None => return Err(timed_out()),
+        };
+        if let Err(e) = started {
+            return Err(if left().is_none() {
+                timed_out()
             } else {
                 err(e)
             });
         }
         let path = format!("/v4.0.0/libpod/exec/{}/json", wire::encode(&id));
+        let left = left().ok_or_else(timed_out)?;
         let state: Option<ExecState> =
-            wire::get_json(self.socket(), "exec inspect", &path, CALL_TIMEOUT).map_err(&err)?;
+            wire::get_json(self.socket(), "exec inspect", &path, left).map_err(&err)?;
         match state {
             Some(ExecState {
                 running: false,
@@ -197,5 +265,43 @@ mod tests {
         );
         let none: Inspect = serde_json::from_value(serde_json::json!({"Config": {}})).expect("ok");
         assert!(none.config.healthcheck.is_none());
+    }
+
+    #[test]
+    fn the_checks_timeout_retries_and_failing_streak_come_from_the_inspect() {
+        // podman 5.4's inspect of a quadlet with HealthTimeout=2s and HealthRetries=5.
+        let i: Inspect = serde_json::from_value(serde_json::json!({
+            "Config": {"Healthcheck": {
+                "Test": ["CMD", "true"], "Interval": 30_000_000_000_i64,
+                "Timeout": 2_000_000_000_i64, "Retries": 5,
+            }},
+            "State": {"Health": {"Status": "starting", "FailingStreak": 2, "Log": null}},
+        }))
+        .expect("an inspect");
+        let cmd = i.config.healthcheck.expect("a check").command("c1");
+        assert_eq!(
+            cmd.expect("known"),
+            Some(HealthCommand {
+                argv: vec!["true".into()],
+                timeout: Duration::from_secs(2),
+                retries: 5,
+            })
+        );
+        assert_eq!(i.state.health.expect("a status").failing_streak, 2);
+    }
+
+    #[test]
+    fn a_check_without_retries_fails_at_once_and_one_without_timeout_has_podmans() {
+        // An image's HEALTHCHECK without --retries: podman keeps 0, and its first failure
+        // turns the container unhealthy.
+        let i: Inspect = serde_json::from_value(serde_json::json!({
+            "Config": {"Healthcheck": {"Test": ["CMD-SHELL", "true"]}},
+            "State": {},
+        }))
+        .expect("an inspect");
+        let cmd = i.config.healthcheck.expect("a check").command("c1");
+        let cmd = cmd.expect("known").expect("a command");
+        assert_eq!((cmd.timeout, cmd.retries), (DEFAULT_CHECK_TIMEOUT, 0));
+        assert!(i.state.health.is_none());
     }
 }

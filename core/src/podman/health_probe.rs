@@ -9,28 +9,77 @@
 //! Once a probe passes, podman is asked once to run its recorded check, so that its status
 //! turns `healthy`; the wait goes on judging podman's status alone, as it did.
 //!
-//! It must not: probe more often than every [`SPACING`], wait on a probe past [`PROBE_TIMEOUT`]
-//! or the wait's own deadline, probe a container without a health check or one podman already
-//! called healthy or unhealthy, ask podman for its recorded check more than once a container,
-//! or fail the wait: a probe's error is logged, and podman's own status decides.
+//! That recorded check is a real one: should it fail after all (podman's `HealthTimeout` is
+//! shorter than the probe took, or the app is flaky), it counts toward the failing streak, and
+//! at `HealthRetries` failures in a row podman turns the container unhealthy and runs its
+//! `HealthOnFailure=` action. So a probe is bounded by the check's own timeout too, and the
+//! recorded check is asked for only while one more failure leaves the streak short of
+//! `Retries`; otherwise podman's timer decides.
+//!
+//! It must not: probe more often than [`spacing`] allows or more than [`MAX_PROBES`] times a
+//! container per wait (each exec session stays with podman for minutes); let any call of a
+//! probe run past the probe's deadline ([`PROBE_TIMEOUT`], the check's timeout, the wait's
+//! deadline); probe a container without a health check, one whose check a single failure
+//! turns unhealthy, or one podman already called healthy or unhealthy; ask podman for its
+//! recorded check more than once a container, or when its failing would turn the container
+//! unhealthy; or fail the wait: a probe's error is logged (a warning once per container,
+//! then at debug), and podman's own status decides.
 
 use super::{Health, PodmanError};
 use crate::time::Clock;
 use std::time::{Duration, Instant};
 
-/// The least time between the starts of two probes of one wait.
+/// The least time between the starts of two probes of one wait, for its first
+/// [`FAST_PROBES`] probes; see [`spacing`].
 pub const SPACING: Duration = Duration::from_millis(250);
 
-/// The longest a probe may run; one that runs longer is given up, and the container left to
-/// podman's own checks for the rest of the wait.
+/// How many probes of a container come [`SPACING`] apart before the spacing grows.
+pub const FAST_PROBES: u32 = 8;
+
+/// The most the spacing grows to.
+pub const MAX_SPACING: Duration = Duration::from_secs(2);
+
+/// The most probes of one container in one wait: podman keeps every exec session of its API
+/// for minutes after it ended, so they must not pile up over a long boot.
+pub const MAX_PROBES: u32 = 120;
+
+/// The longest a probe may run, all its calls together; one that runs longer is given up,
+/// and the container left to podman's own checks for the rest of the wait.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// podman's health check timeout when the container's config records none.
+pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The least time between the start of the probe that was the `probes`-th of a container
+/// and the next one: [`SPACING`] for the first [`FAST_PROBES`], then half as long again
+/// each time, up to [`MAX_SPACING`].
+pub fn spacing(probes: u32) -> Duration {
+    (FAST_PROBES..probes).fold(SPACING, |s, _| (s * 3 / 2).min(MAX_SPACING))
+}
+
+/// The health check a container was created with, as far as a probe needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealthCommand {
+    /// What its `Test` runs.
+    pub argv: Vec<String>,
+    /// podman's bound on one run (`HealthTimeout=`): a longer run fails.
+    pub timeout: Duration,
+    /// The failures in a row that turn the container unhealthy (`HealthRetries=`); podman
+    /// compares the streak with it as recorded, so 0 (none recorded) means the first failure.
+    pub retries: u32,
+}
+
 /// What the health probe asks of podman; a supertrait of `Podman`, so every podman has it. The
-/// defaults know no health command, which turns probing off.
+/// defaults know no health command, which turns probing off. Each call is given what is left
+/// of its probe's deadline, and must not take longer.
 pub trait HealthProbes {
-    /// The argv of the health command the container was created with, or None when it has
-    /// none, or one refit does not run itself (a startup health check's, say).
-    fn health_command(&self, _container: &str) -> Result<Option<Vec<String>>, ProbeError> {
+    /// The health check the container was created with, or None when it has none, or one
+    /// refit does not run itself (a startup health check's, say).
+    fn health_command(
+        &self,
+        _container: &str,
+        _timeout: Duration,
+    ) -> Result<Option<HealthCommand>, ProbeError> {
         Ok(None)
     }
     /// Runs `argv` in the container as a plain exec, not through podman's health check, and
@@ -41,6 +90,12 @@ pub trait HealthProbes {
         _argv: &[String],
         _timeout: Duration,
     ) -> Result<i64, ProbeError> {
+        Err(ProbeError::Unsupported {
+            container: container.to_string(),
+        })
+    }
+    /// How many of podman's checks of the container failed in a row, now.
+    fn failing_streak(&self, container: &str, _timeout: Duration) -> Result<u32, ProbeError> {
         Err(ProbeError::Unsupported {
             container: container.to_string(),
         })
@@ -67,7 +122,7 @@ pub enum ProbeError {
         source: PodmanError,
     },
     #[error(
-        "the health command of container {container} ran past {} s; refit leaves its health to podman's own checks",
+        "the health probe of container {container} ran past {} s; refit leaves its health to podman's own checks",
         timeout.as_secs_f32()
     )]
     TimedOut {
@@ -104,16 +159,21 @@ pub fn health_argv(container: &str, test: &[String]) -> Result<Option<Vec<String
     }
 }
 
-/// One wait's probing: which container it probes, when it last did, and whether it is done
-/// with that container.
+/// One wait's probing: which container it probes, when it last did, how often, and whether
+/// it is done with that container.
 #[derive(Debug)]
 pub struct HealthProbe {
     deadline: Instant,
     last: Option<Instant>,
     container: String,
-    argv: Option<Vec<String>>,
-    /// No more probes of `container` in this wait: it has no command refit runs, a probe hung,
-    /// or podman was asked for its recorded check already.
+    command: Option<HealthCommand>,
+    /// The probes of `container` begun in this wait.
+    probes: u32,
+    /// A probe's error was logged as a warning for `container`; later ones go to debug.
+    warned: bool,
+    /// No more probes of `container` in this wait: it has no command refit runs, a probe ran
+    /// to its deadline, it was probed `MAX_PROBES` times, or podman's recorded check was asked
+    /// for (or left to its timer).
     done: bool,
 }
 
@@ -124,7 +184,9 @@ impl HealthProbe {
             deadline,
             last: None,
             container: String::new(),
-            argv: None,
+            command: None,
+            probes: 0,
+            warned: false,
             done: false,
         }
     }
@@ -146,56 +208,103 @@ impl HealthProbe {
         if self.container != container {
             // Another container (systemd restarted the service): what was known is not its.
             self.container = container.to_string();
-            self.argv = None;
+            self.command = None;
+            self.probes = 0;
+            self.warned = false;
             self.done = false;
         }
         let now = clock.now();
-        let due = self.last.is_none_or(|t| now.duration_since(t) >= SPACING);
+        let due = self
+            .last
+            .is_none_or(|t| now.duration_since(t) >= spacing(self.probes));
         let left = self.deadline.saturating_duration_since(now);
         if self.done || !due || left.is_zero() {
             return None;
         }
+        if self.probes >= MAX_PROBES {
+            tracing::debug!(container, probes = self.probes, "no more health probes");
+            self.done = true;
+            return None;
+        }
         self.last = Some(now);
-        match self.probe(podman, container, PROBE_TIMEOUT.min(left)) {
+        self.probes += 1;
+        let mut until = now + PROBE_TIMEOUT.min(left);
+        match self.probe(podman, clock, container, now, &mut until) {
             Ok(after) => after,
             Err(e) => {
-                if matches!(
+                // An exec given up runs on in the container: no more of them, nor of any probe
+                // that ran to its deadline.
+                let last = matches!(
                     e,
                     ProbeError::TimedOut { .. } | ProbeError::UnknownTest { .. }
-                ) {
+                );
+                if last || clock.now() >= until {
                     self.done = true;
                 }
-                tracing::warn!(container, error = %e, "health probe");
+                if self.warned {
+                    tracing::debug!(container, error = %e, "health probe");
+                } else {
+                    self.warned = true;
+                    tracing::warn!(container, error = %e, "health probe");
+                }
                 None
             }
         }
     }
 
+    /// One probe begun at `began`, all of whose calls end by `until`; that is moved up to the
+    /// check's own timeout after `began`, when sooner, once the check is known.
     fn probe(
         &mut self,
         podman: &dyn HealthProbes,
+        clock: &dyn Clock,
         container: &str,
-        timeout: Duration,
+        began: Instant,
+        until: &mut Instant,
     ) -> Result<Option<Health>, ProbeError> {
-        let argv = match &self.argv {
-            Some(argv) => argv.clone(),
-            None => match podman.health_command(container)? {
-                Some(argv) => self.argv.insert(argv).clone(),
+        let left = |until: Instant| {
+            let left = until.saturating_duration_since(clock.now());
+            if left.is_zero() {
+                Err(ProbeError::TimedOut {
+                    container: container.to_string(),
+                    timeout: until - began,
+                })
+            } else {
+                Ok(left)
+            }
+        };
+        let cmd = match &self.command {
+            Some(cmd) => cmd.clone(),
+            None => match podman.health_command(container, left(*until)?)? {
+                Some(cmd) => self.command.insert(cmd).clone(),
                 None => {
                     self.done = true;
                     return Ok(None);
                 }
             },
         };
-        let rc = podman.exec_probe(container, &argv, timeout)?;
+        if cmd.retries <= 1 {
+            // A single failing recorded check would turn it unhealthy: podman's timer decides.
+            tracing::debug!(container, "health check fails at once; left to podman");
+            self.done = true;
+            return Ok(None);
+        }
+        *until = (*until).min(began + cmd.timeout);
+        let until = *until;
+        let rc = podman.exec_probe(container, &cmd.argv, left(until)?)?;
         tracing::debug!(container, rc, "health probe ran");
         if rc != 0 {
             return Ok(None);
         }
-        // Asked once, whatever it answers: a recorded check that fails counts with podman, and
-        // refit must never be what turns a container unhealthy.
+        // Asked once, whatever it answers, and only while its failing could not turn the
+        // container unhealthy: refit must never be what does.
+        let streak = podman.failing_streak(container, left(until)?)?;
         self.done = true;
-        let now = podman.run_recorded_check(container, timeout)?;
+        if streak.saturating_add(1) >= cmd.retries {
+            tracing::debug!(container, streak, "health check left to podman's timer");
+            return Ok(None);
+        }
+        let now = podman.run_recorded_check(container, left(until)?)?;
         tracing::debug!(container, health = ?now, "podman ran its recorded health check");
         Ok(now)
     }

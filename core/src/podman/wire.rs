@@ -99,13 +99,22 @@ fn send_tries(socket: &str, req: &Request, again: bool) -> Result<Response, Podm
         call: req.call.to_string(),
         detail,
     };
+    let began = Instant::now();
     let mut raw = exchange(socket, req);
     // podman's API service, socket-activated, exits after a few idle seconds: a request that
     // meets it on its way out is reset, or refused until systemd listens again. A GET changes
-    // nothing, so it is asked once more, after a moment; anything else fails as it came.
-    if raw.is_err() && again {
+    // nothing, so it is asked once more, after a moment, with what is left of its timeout: the
+    // timeout bounds both asks. Anything else fails as it came.
+    let left = req.timeout.saturating_sub(began.elapsed() + RETRY_AFTER);
+    if raw.is_err() && again && !left.is_zero() {
         std::thread::sleep(RETRY_AFTER);
-        raw = exchange(socket, req);
+        raw = exchange(
+            socket,
+            &Request {
+                timeout: left,
+                ..*req
+            },
+        );
     }
     let raw = raw.map_err(|e| match e {
         Exchange::Connect(detail) => PodmanError::Unreachable {
@@ -324,6 +333,22 @@ mod tests {
                 .expect("the second ask is answered");
         assert_eq!(got, Some(serde_json::json!({})));
         assert_eq!(taken.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_get_is_not_asked_again_past_its_timeout() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let (socket, taken) = flaky_server(dir.path(), 1);
+        let req = Request::new("exec inspect", "GET", "/x", Duration::from_millis(200));
+        let began = Instant::now();
+        assert!(super::send(&socket, &req).is_err());
+        assert!(
+            began.elapsed() < Duration::from_millis(200),
+            "{:?}",
+            began.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(taken.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 
     #[test]
