@@ -75,7 +75,6 @@ class FleetTable(unittest.TestCase):
         self.assertIn("refit sent 30.0 KB per host against 150.0 KB", text)
         self.assertIn("| 10 | (a) foremanctl way | 30.00 s | 2 | 8.00 s | 3.00 s | 0.50 s | 150.0 KB | 0.4 |", text)
 
-
     def test_a_runs_host_cpu_is_its_share_beside_the_cgroups_use_and_its_growth_is_of_that_share(self):
         run = {"1": 0.1, "10": 0.2, "30": 0.1}
         text = fleet.render(figures_with(lambda way, n: cost(6.0, 0.5, 0.4, 9000, host_cpu_run=run[n])))
