@@ -28,15 +28,36 @@ phase() {
     log "phase $name: $(($(now_ms) - t0)) ms"
 }
 
+# A pid file holds the pid and the process's start time (field 22 of /proc/PID/stat). A pid file
+# can outlive its process (it died, a power-off trial, a killed run), and the kernel gives its pid
+# to the next process, in any bed: a guest's nspawn booting in another lane was once powered off
+# by such a file. A pid is signalled only while its start time is the recorded one.
+proc_start_time() {
+    local stat
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    # The command name, in parentheses, may hold spaces: count the fields after it.
+    awk '{print $20}' <<< "${stat##*) }"
+}
+
+write_pidfile() { echo "$2 $(proc_start_time "$2" || true)" > "$1"; }
+
+# The pid in pid file $1 while its process lives; fails when the file is missing or its process
+# has ended (whatever holds that pid now).
+pidfile_pid() {
+    local p start
+    read -r p start < "$1" 2>/dev/null || return 1
+    [ -n "$start" ] && [ "$(proc_start_time "$p" || true)" = "$start" ] || return 1
+    echo "$p"
+}
+
 # Kills the process named in a pid file, waits for it (bounded), and removes the file.
 stop_pidfile() {
     local f=$1 p
     [ -f "$f" ] || return 0
-    p=$(cat "$f")
-    if kill -0 "$p" 2>/dev/null; then
+    if p=$(pidfile_pid "$f"); then
         kill -TERM "$p" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$p" 2>/dev/null || true
+        for _ in $(seq 50); do pidfile_pid "$f" > /dev/null || break; sleep 0.1; done
+        if pidfile_pid "$f" > /dev/null; then kill -KILL "$p" 2>/dev/null || true; fi
     fi
     rm -f "$f"
 }

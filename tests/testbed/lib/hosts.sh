@@ -25,7 +25,11 @@ ssh_setup() {
     install -m 0600 "$RUN/ssh/id_ed25519.pub" "$(host_dir "$name")/root/root/.ssh/authorized_keys"
 }
 
-leader_pid() { pgrep -P "$(cat "$(host_dir "$1")/nspawn.pid")" 2>/dev/null | head -1; }
+leader_pid() {
+    local nspawn
+    nspawn=$(pidfile_pid "$(host_dir "$1")/nspawn.pid") || return 1
+    pgrep -P "$nspawn" | head -1
+}
 
 boot_host() {
     local name=$1 d cg
@@ -65,7 +69,7 @@ boot_host() {
             --bind="$d/containers:/var/lib/containers" \
             --bind="$d/app-containers:/home/app/.local/share/containers" -D "$d/root" < /dev/null > "$d/console.log" 2>&1
     ) &
-    echo $! > "$d/nspawn.pid"
+    write_pidfile "$d/nspawn.pid" $!
 }
 
 wait_host() {
@@ -93,12 +97,13 @@ stop_host() {
     # nspawn turns SIGTERM into a clean poweroff of the guest.
     if [ -f "$d/nspawn.pid" ]; then
         local p
-        p=$(cat "$d/nspawn.pid")
-        if kill -0 "$p" 2>/dev/null; then
+        if p=$(pidfile_pid "$d/nspawn.pid"); then
             kill -TERM "$p" 2>/dev/null || true
-            for _ in $(seq 120); do kill -0 "$p" 2>/dev/null || break; sleep 0.25; done
-            pkill -KILL -P "$p" 2>/dev/null || true
-            kill -KILL "$p" 2>/dev/null || true
+            for _ in $(seq 120); do pidfile_pid "$d/nspawn.pid" > /dev/null || break; sleep 0.25; done
+            if pidfile_pid "$d/nspawn.pid" > /dev/null; then
+                pkill -KILL -P "$p" 2>/dev/null || true
+                kill -KILL "$p" 2>/dev/null || true
+            fi
         fi
         rm -f "$d/nspawn.pid"
     fi

@@ -11,7 +11,7 @@ storage: {filesystem: {rootdirectory: $RUN/registry-data}, delete: {enabled: tru
 http: {addr: $REGISTRY}
 EOF
     (close_inherited_fds; exec docker-registry serve "$RUN/registry.yml") > "$RUN/registry.log" 2>&1 &
-    echo $! > "$RUN/registry.pid"
+    write_pidfile "$RUN/registry.pid" $!
     for _ in $(seq 100); do
         curl -fs "http://$REGISTRY/v2/" > /dev/null && return
         sleep 0.1
@@ -26,7 +26,7 @@ EOF
 # its child stops, and only it continues the child) and Ansible waiting on it.
 registry_pid() {
     local p
-    p=$(cat "$RUN/registry.pid" 2> /dev/null) || return 1
+    p=$(pidfile_pid "$RUN/registry.pid") || return 1
     tr '\0' ' ' < "/proc/$p/cmdline" 2> /dev/null | grep -qF "docker-registry serve $RUN/registry.yml" || return 1
     echo "$p"
 }
@@ -58,7 +58,7 @@ http: {addr: $LOGIN_REGISTRY}
 auth: {htpasswd: {realm: refit-testbed, path: $d/htpasswd}}
 EOF
     (close_inherited_fds; exec docker-registry serve "$d/registry.yml") > "$d/registry.log" 2>&1 &
-    echo $! > "$RUN/login-registry.pid"
+    write_pidfile "$RUN/login-registry.pid" $!
     for _ in $(seq 100); do
         [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$LOGIN_REGISTRY/v2/")" = 401 ] && return
         sleep 0.1
@@ -97,7 +97,7 @@ storage: {filesystem: {rootdirectory: $d/data}, delete: {enabled: true}}
 http: {addr: $TLS_REGISTRY, tls: {certificate: $d/server.crt, key: $d/server.key}}
 EOF
     (close_inherited_fds; exec docker-registry serve "$d/registry.yml") > "$d/registry.log" 2>&1 &
-    echo $! > "$RUN/tls-registry.pid"
+    write_pidfile "$RUN/tls-registry.pid" $!
     for _ in $(seq 100); do
         curl -fs --cacert "$d/ca.crt" "https://$TLS_REGISTRY/v2/" > /dev/null && return
         sleep 0.1
