@@ -1,8 +1,10 @@
-//! A module call that lasts shows its progress: it answers its round trip after `DETACH_AFTER`
-//! with a ticket, and goes on working; the controller's action then reads the call's run dir
-//! (`STATE_DIR/runs/MODULE-PID`: `events`, and at the end `result`) until the result is there
-//! (plugins/plugin_utils/progress_poll.py). A call that ends sooner answers as any module does,
-//! and touches no run dir.
+//! A module call that lasts shows its progress: once it has run `DETACH_AFTER` with a step open
+//! (a pull, a migration, a wait for health), it answers its round trip with a ticket, and goes on
+//! working; the controller's action then reads the call's run dir (`STATE_DIR/runs/MODULE-PID`:
+//! `events`, and at the end `result`) until the result is there
+//! (plugins/plugin_utils/progress_poll.py). A call that ends sooner, or that is only slow (a
+//! loaded host, a slow stop) with no step to show, answers as any module does and touches no run
+//! dir: each look of the controller costs both sides a round trip, for nothing to show.
 //!
 //! The module (the process Ansible waits for) runs the work in a *worker*: itself, started again
 //! with the args on standard input and `WORKER_ENV` naming the state dir. The module relays the
@@ -35,6 +37,8 @@ const PARENT_ENV: &str = "REFIT_MODULE_PARENT";
 /// How long a call answers its round trip as any module does. A converged no-op call takes
 /// tens of milliseconds; a pull, a migration or a health wait takes seconds.
 pub const DETACH_AFTER: Duration = Duration::from_millis(800);
+/// How often a call past `DETACH_AFTER` with no step open looks whether one opened.
+const STEP_LOOK: Duration = Duration::from_millis(100);
 /// The key of the ticket a detached call answers with; progress_poll.py reads it.
 pub const DETACHED_KEY: &str = "_refit_detached";
 pub const EVENTS_FILE: &str = "events";
@@ -200,9 +204,9 @@ where
 }
 
 /// The worker's watch: until the call detaches, the worker ends with the module (a kill -9 of
-/// the module still ends the work, as the kill-safety tests expect); at `DETACH_AFTER` it
-/// detaches, and then ticks the open steps. A thread of its own, living as long as the worker:
-/// the parent-death signal belongs to the thread that asked for it.
+/// the module still ends the work, as the kill-safety tests expect); from `DETACH_AFTER` on it
+/// detaches as soon as a step is open, and then ticks the open steps. A thread of its own, living
+/// as long as the worker: the parent-death signal belongs to the thread that asked for it.
 fn watch(state: &StateDir, name: &str, started: Instant, parent: Option<String>) {
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     let ppid = rustix::process::getppid().map(|p| p.as_raw_nonzero().to_string());
@@ -212,8 +216,15 @@ fn watch(state: &StateDir, name: &str, started: Instant, parent: Option<String>)
             rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
     }
     std::thread::sleep(DETACH_AFTER.saturating_sub(started.elapsed()));
-    if let Err(e) = detach(state, name) {
-        tracing::debug!("the call stays attached: {e}");
+    loop {
+        match detach(state, name) {
+            Ok(Detach::NotYet) => std::thread::sleep(STEP_LOOK),
+            Ok(Detach::Settled) => break,
+            Err(e) => {
+                tracing::debug!("the call stays attached: {e}");
+                break;
+            }
+        }
     }
     loop {
         std::thread::sleep(TICK_LOOK);
@@ -242,13 +253,26 @@ enum DetachError {
     },
 }
 
-/// Detaches the call unless it has answered: its run dir made, its held events written there,
-/// the ticket printed. Under the recorder's lock, so the call's answer comes after, into the dir.
-fn detach(state: &StateDir, name: &str) -> Result<(), DetachError> {
+/// What a look whether to detach decided.
+#[derive(Debug, PartialEq, Eq)]
+enum Detach {
+    /// The call detached, or answered already: no more looks.
+    Settled,
+    /// No step is open: nothing to show yet.
+    NotYet,
+}
+
+/// Detaches the call unless it has answered or has no step open: its run dir made, its held
+/// events written there, the ticket printed. Under the recorder's lock, so the call's answer
+/// comes after, into the dir.
+fn detach(state: &StateDir, name: &str) -> Result<Detach, DetachError> {
     let mut held = recorder();
     let Some(r) = held.as_mut().filter(|r| r.is_held()) else {
-        return Ok(());
+        return Ok(Detach::Settled);
     };
+    if !r.has_open_step() {
+        return Ok(Detach::NotYet);
+    }
     let dir = run_dir(r, state, name)?;
     // From here the worker outlives the module.
     let _ = rustix::process::set_parent_process_death_signal(None);
@@ -269,7 +293,7 @@ fn detach(state: &StateDir, name: &str) -> Result<(), DetachError> {
         let _ = rustix::stdio::dup2_stdout(&null);
         let _ = rustix::stdio::dup2_stderr(&null);
     }
-    Ok(())
+    Ok(Detach::Settled)
 }
 
 /// Makes the call's run dir, locks its `live` file for good, and sends `r`'s events there.

@@ -146,6 +146,11 @@ impl Recorder {
         matches!(self.out, Out::Held(_))
     }
 
+    /// Whether a step is under way: what a detached call would show.
+    pub fn has_open_step(&self) -> bool {
+        !self.open.is_empty()
+    }
+
     pub fn is_detached(&self) -> bool {
         matches!(self.out, Out::File(_))
     }
@@ -288,6 +293,19 @@ mod tests {
             events[2].line,
             "waiting for api to be healthy: done in 2.0 s"
         );
+    }
+
+    #[test]
+    fn a_step_is_open_from_its_begin_to_its_end_and_a_note_opens_none() {
+        let t0 = Instant::now();
+        let mut r = Recorder::new(t0);
+        assert!(!r.has_open_step());
+        r.note("api started".into(), t0);
+        assert!(!r.has_open_step());
+        let id = r.begin("pulling app:1.1".into(), None, t0);
+        assert!(r.has_open_step());
+        r.end(id, t0);
+        assert!(!r.has_open_step());
     }
 
     #[test]
