@@ -6,10 +6,12 @@ action (argument encoding, result parsing) is Ansible's own. Needs ansible-core 
 venv), no root."""
 
 import hashlib
+import importlib.util
 import json
 import os
 import shlex
 import subprocess
+import sys
 import tempfile
 import unittest
 from unittest import mock
@@ -119,6 +121,41 @@ class CachedBinary(unittest.TestCase):
 
     def test_the_copy_is_named_by_the_binarys_own_hash(self):
         self.assertEqual(cached_binary.binary_digest(self.binary), self.digest)
+
+    def test_a_binary_is_hashed_once_until_it_changes(self):
+        rebuilt = MODULE + b"# rebuilt\n"
+        rebuilt_digest = hashlib.sha256(rebuilt).hexdigest()
+        with mock.patch.object(cached_binary.hashlib, "sha256", wraps=hashlib.sha256) as sha:
+            for call in range(3):
+                self.assertEqual(cached_binary.binary_digest(self.binary), self.digest, call)
+            self.assertEqual(sha.call_count, 1)
+            with open(self.binary, "wb") as f:
+                f.write(rebuilt)
+            self.assertEqual(cached_binary.binary_digest(self.binary), rebuilt_digest)
+            self.assertEqual(sha.call_count, 2)
+
+    def test_an_action_class_hashes_its_binary_where_it_is_defined(self):
+        # As in a collection: plugins/action/NAME.py beside plugins/modules/NAME. Ansible's
+        # strategy defines the class in the main process, so the workers it forks have the digest.
+        plugins = os.path.join(self.tmp.name, "plugins")
+        os.makedirs(os.path.join(plugins, "action"))
+        os.makedirs(os.path.join(plugins, "modules"))
+        binary = os.path.join(plugins, "modules", "stand_in")
+        with open(binary, "wb") as f:
+            f.write(MODULE)
+        source = os.path.join(plugins, "action", "stand_in.py")
+        with open(source, "w") as f:
+            f.write("from refit_cached_binary import CachedBinaryAction\n\n\n"
+                    "class ActionModule(CachedBinaryAction):\n    pass\n")
+        spec = importlib.util.spec_from_file_location("refit_test_action_stand_in", source)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        self.addCleanup(sys.modules.pop, spec.name)
+        with mock.patch.object(cached_binary.hashlib, "sha256", wraps=hashlib.sha256) as sha:
+            spec.loader.exec_module(module)
+            self.assertEqual(sha.call_count, 1)
+            self.assertEqual(cached_binary.binary_digest(binary), self.digest)
+            self.assertEqual(sha.call_count, 1)
 
     def test_a_copy_that_is_not_the_binary_is_refused_and_said_at_v(self):
         self.keep(b'#!/bin/sh\necho \'{"planted": true}\'\n')
