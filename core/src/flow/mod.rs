@@ -271,9 +271,9 @@ fn begin(
     let p = cx.p;
     let (flow, stream, run_id) = (&cx.flow, &cx.stream, &cx.run_id);
     let reads = plan::validate_all(p, flow, &inv.scope)?;
-    // The health check's look at systemd also reads every unit the plan will, so the plan
-    // needs no look of its own unless something changed in between.
-    let remembered = Remembered::new(host.systemd, reads.services);
+    // The health check's look at systemd and at the containers also reads every unit the plan
+    // will, so the plan needs no look of its own unless something changed in between.
+    let remembered = Remembered::new(host.systemd, reads.services).with_containers(host.podman);
     let host = &Host {
         systemd: &remembered,
         ..*host

@@ -1,5 +1,6 @@
 //! `Podman` over the podman API socket, through bollard's Docker-compatible client.
 
+use super::container_look::ContainerLook;
 use super::known_images::{Inspected, KnownImages};
 use super::oneoff::{Ended, OneOff, Prepared};
 use super::{
@@ -24,6 +25,8 @@ pub struct PodmanApi {
     registry_auth: Option<String>,
     /// Image inspects answered in this call, until it changes the image store.
     known: KnownImages,
+    /// The unit containers, while a look at them is held.
+    look: ContainerLook,
 }
 
 /// Seconds any single API request may take before it is given up; pulls drain a stream and
@@ -50,6 +53,7 @@ impl PodmanApi {
             pull_timeout: Duration::from_secs(REQUEST_TIMEOUT_SECS),
             registry_auth: None,
             known: KnownImages::default(),
+            look: ContainerLook::default(),
         })
     }
 
@@ -242,7 +246,21 @@ impl Podman for PodmanApi {
         }
         // One list call for all units. podman 5 ANDs repeated label filters, so a filter per
         // unit would match nothing for two or more: filter on the key, and pick here.
-        self.list_unit_containers(vec![UNIT_LABEL.to_string()], |u| selection.matches(u))
+        let every = self
+            .look
+            .get_or(|| self.list_unit_containers(vec![UNIT_LABEL.to_string()], |_| true))?;
+        Ok(every
+            .into_iter()
+            .filter(|c| selection.matches(&c.unit))
+            .collect())
+    }
+
+    fn remember_containers(&self) {
+        self.look.arm();
+    }
+
+    fn forget_containers(&self) {
+        self.look.forget();
     }
 }
 

@@ -2,6 +2,7 @@
 //! so plans and waits can be tested without a host; `PodmanApi` speaks to the real socket.
 
 mod api;
+mod container_look;
 mod health_api;
 pub mod health_probe;
 mod images;
@@ -164,6 +165,13 @@ pub trait Podman: Sync + ImageStore + HealthProbes {
     fn network_exists(&self, name: &str) -> Result<bool, PodmanError>;
     /// Removes a network, never by force; one that is gone already is not an error.
     fn remove_network(&self, name: &str) -> Result<(), PodmanError>;
+    /// Starts one look at the unit containers: the next `containers_of` lists them, and later
+    /// ones answer from that list until `forget_containers`. For a call's first look at the
+    /// host, which its health check and its plan both read (`Remembered` pairs it with its
+    /// look at systemd).
+    fn remember_containers(&self) {}
+    /// Ends the look: every later `containers_of` lists again.
+    fn forget_containers(&self) {}
     /// Every container quadlet started for these units.
     fn unit_containers(&self, units: &[String]) -> Result<Vec<ContainerInfo>, PodmanError> {
         self.containers_of(&UnitSelection {

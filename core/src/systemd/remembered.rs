@@ -6,6 +6,7 @@
 //! may queue behind it.
 
 use super::{Job, Systemd, SystemdError, UnitStatus};
+use crate::podman::Podman;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -14,6 +15,8 @@ pub struct Remembered<'a> {
     /// Asked for with the first `show`, whatever it asks: the units a later `show` will want.
     also: Vec<String>,
     look: Mutex<Look>,
+    /// The podman whose look at the unit containers is held and forgotten with this one.
+    podman: Option<&'a dyn Podman>,
 }
 
 enum Look {
@@ -31,13 +34,34 @@ impl<'a> Remembered<'a> {
             inner,
             also,
             look: Mutex::new(Look::NotYet),
+            podman: None,
         }
+    }
+
+    /// Holds podman's look at the unit containers as this one holds systemd's, and forgets it
+    /// at the same moments: what the containers are is part of the same look at the host.
+    pub fn with_containers(mut self, podman: &'a dyn Podman) -> Self {
+        podman.remember_containers();
+        self.podman = Some(podman);
+        self
     }
 
     /// Forgets the first look for good: the host may have changed (another module held the
     /// state lock meanwhile, say), or refit changed it.
     pub fn forget(&self) {
         *self.look.lock().unwrap_or_else(|e| e.into_inner()) = Look::Spent;
+        if let Some(podman) = self.podman {
+            podman.forget_containers();
+        }
+    }
+}
+
+/// The look at the containers ends with this one: nothing after it may read a stale list.
+impl Drop for Remembered<'_> {
+    fn drop(&mut self) {
+        if let Some(podman) = self.podman {
+            podman.forget_containers();
+        }
     }
 }
 
