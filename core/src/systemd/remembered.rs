@@ -59,9 +59,7 @@ impl<'a> Remembered<'a> {
 /// The look at the containers ends with this one: nothing after it may read a stale list.
 impl Drop for Remembered<'_> {
     fn drop(&mut self) {
-        if let Some(podman) = self.podman {
-            podman.forget_containers();
-        }
+        self.forget();
     }
 }
 
