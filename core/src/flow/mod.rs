@@ -16,6 +16,7 @@ mod checks;
 mod derived;
 mod lease;
 mod plan;
+mod quiet;
 pub mod spec;
 mod stream;
 mod target;
@@ -316,7 +317,11 @@ fn begin(
         check_upgrade(&from, stream, &p.streams, p.allow_skip)?;
     }
     report.free_mb = Some(checks::check_disk(&p.image_store, p.min_free_mb)?);
-    host.podman.ping()?;
+    // A host as the last call with nothing to do left it answers from that call's record.
+    let quiet = quiet::Quiet::look(p, &cx.state, &inv.scope, host);
+    if !quiet.adopted {
+        host.podman.ping()?;
+    }
     // A failed service refuses a new run, which would change a host in trouble; an interrupted
     // run's resume goes on, since the failure may be that run's own (killed in its recovery,
     // say), and converging is what mends it.
@@ -353,13 +358,13 @@ fn begin(
         msg = format!("{msg} ({which}, which the resumed run converges)");
     }
     if !report.began {
-        return after_lease(cx, inv, host, report, msg);
+        return after_lease(cx, inv, host, report, msg, quiet);
     }
     // Once the lease is this run's, every failure is a result that names the run, so the
     // role's recovery ends it (flow_state action=end) instead of skipping it for want of a
     // run_id.
     let named = report.clone();
-    let out = after_lease(cx, inv, host, report, msg).or_else(|e| {
+    let out = after_lease(cx, inv, host, report, msg, quiet).or_else(|e| {
         let report = Report {
             touched: cx.state.checkpoint(&cx.flow).exists(),
             ..named
@@ -377,6 +382,7 @@ fn after_lease(
     host: &Host,
     mut report: Report,
     mut msg: String,
+    quiet: quiet::Quiet,
 ) -> Result<Outcome, FlowError> {
     let p = cx.p;
     let (flow, stream) = (&cx.flow, &cx.stream);
@@ -418,6 +424,7 @@ fn after_lease(
     }
     if !report.work && !inv.check_mode {
         finish(cx, inv)?;
+        quiet.keep(&cx.state, host);
         report.finished = true;
         report.touched = false;
         msg = format!("{msg}; nothing to do, so {flow} finished on stream {stream}");

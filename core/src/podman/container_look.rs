@@ -31,6 +31,23 @@ impl ContainerLook {
         *self.lock() = Look::Off;
     }
 
+    /// The kept list, when there is one.
+    pub(super) fn seen(&self) -> Option<Vec<ContainerInfo>> {
+        match &*self.lock() {
+            Look::Seen(all) => Some(all.clone()),
+            Look::Armed | Look::Off => None,
+        }
+    }
+
+    /// Keeps `all`, an earlier call's list, as if this call had listed it: for an armed look
+    /// only, since one forgotten meanwhile must list anew.
+    pub(super) fn adopt(&self, all: Vec<ContainerInfo>) {
+        let mut look = self.lock();
+        if matches!(*look, Look::Armed) {
+            *look = Look::Seen(all);
+        }
+    }
+
     /// The kept list, or `list`'s, kept when the look is armed. The lock is not held across
     /// `list`: a list forgotten while it ran is not kept.
     pub(super) fn get_or<E>(

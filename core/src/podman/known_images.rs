@@ -5,14 +5,14 @@
 //! change. Pulls run in parallel with inspects: an answer asked before a change and received
 //! after it is not remembered, which a generation count tells.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 /// An inspected image: its ID (no `sha256:`) and its `REPO@DIGEST` names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Inspected {
-    pub(super) id: String,
-    pub(super) repo_digests: Vec<String>,
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Inspected {
+    pub id: String,
+    pub repo_digests: Vec<String>,
 }
 
 /// The answers so far, by reference; `None` is a reference that names no local image.
@@ -64,6 +64,22 @@ impl KnownImages {
                 .extend(found.into_iter().map(|(k, v)| (k, Some(v))));
         }
         Ok(())
+    }
+
+    /// Every answer so far, for the record a call with nothing to do leaves (`record`).
+    pub(super) fn answers(&self) -> BTreeMap<String, Option<Inspected>> {
+        self.lock().answers.clone().into_iter().collect()
+    }
+
+    /// Takes answers kept from an earlier call as this call's own.
+    pub(super) fn adopt(&self, answers: BTreeMap<String, Option<Inspected>>) {
+        self.lock().answers.extend(answers);
+    }
+
+    /// Whether every one of `images` has its answer already.
+    pub(super) fn knows_all(&self, images: &[String]) -> bool {
+        let known = self.lock();
+        images.iter().all(|i| known.answers.contains_key(i))
     }
 
     /// `change` to the image store, with every answer forgotten before and after it.

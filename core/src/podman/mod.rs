@@ -13,6 +13,7 @@ mod networks;
 pub mod oneoff;
 mod oneoff_api;
 mod pull;
+pub mod record;
 pub mod secrets;
 mod status;
 mod volumes;
@@ -22,6 +23,7 @@ pub use crate::reference::ImageRef;
 pub use api::PodmanApi;
 pub use health_probe::{HealthProbe, HealthProbes};
 pub use images::{ImageStore, LocalImage};
+pub use known_images::Inspected;
 pub use oneoff::{Ended, Finished, Guard, OneOff, OneOffResult, Prepared};
 pub use secrets::SecretInfo;
 pub use status::{ContainerState, Health};
@@ -172,6 +174,14 @@ pub trait Podman: Sync + ImageStore + HealthProbes {
     fn remember_containers(&self) {}
     /// Ends the look: every later `containers_of` lists again.
     fn forget_containers(&self) {}
+    /// What this call's podman answered, while its look at the containers holds: the record
+    /// a call with nothing to do leaves for the next (`record`).
+    fn answers(&self) -> Option<record::Answers> {
+        None
+    }
+    /// Takes an earlier call's answers (`record`) as podman's, for an armed look: the images
+    /// and containers asked after answer from them until forgotten.
+    fn adopt(&self, _answers: record::Answers) {}
     /// Every container quadlet started for these units.
     fn unit_containers(&self, units: &[String]) -> Result<Vec<ContainerInfo>, PodmanError> {
         self.containers_of(&UnitSelection {

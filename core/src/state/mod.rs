@@ -117,6 +117,11 @@ impl StateDir {
         self.path("lock")
     }
 
+    /// What podman answered the last flow call that found nothing to do (`podman::record`).
+    pub fn podman_record(&self) -> PathBuf {
+        self.path("podman-record.json")
+    }
+
     /// The key secret values are hashed with, so a changed secret changes a revision.
     pub fn secret_key_file(&self) -> PathBuf {
         self.path("secret-key")
