@@ -22,9 +22,11 @@ NOT_KEPT = "refit: no kept copy of this module"
 # What it answers, with the reason, when it has one it will not run.
 REFUSED = "refit: kept copy not run: "
 
-# The checks, in order; each prints the reason it refuses and ends the snippet. `find -perm
-# /022` (any of group or other write) and `-user` are POSIX enough for GNU and BusyBox find;
-# owner and mode hold for the file and its dir, so nobody but the owner can swap the file
+# The checks, in order; each prints the reason it refuses and ends the snippet. `test -O` (owned
+# by the effective user) is a builtin of dash, bash and BusyBox's sh, and `find -perm /022` (any
+# of group or other write) is POSIX enough for GNU and BusyBox find: the snippet starts one
+# process besides the module and its hash, as every module call on every host pays for it.
+# Owner and mode hold for the file and its dir, so nobody but the owner can swap the file
 # between the checks and the exec.
 _CHECKS = r"""
 m=%(path)s; d=%(dir)s; h=%(digest)s
@@ -33,7 +35,7 @@ why=
 if [ -L "$m" ]; then why="it is a symlink"
 elif [ ! -f "$m" ]; then why="it is not a regular file"
 elif [ ! -x "$m" ]; then why="it is not executable"
-elif [ -n "$(find "$d" "$m" -maxdepth 0 ! -user "$(id -u)" -print 2>&1)" ]; then
+elif [ ! -O "$d" ] || [ ! -O "$m" ]; then
   why="it or its dir is not owned by the user the module runs as"
 elif [ -n "$(find "$d" "$m" -maxdepth 0 -perm /022 -print 2>&1)" ]; then
   why="it or its dir is writable by others"
