@@ -361,7 +361,6 @@ fn a_backup_is_created_with_the_migration_and_runs_after_the_stop_before_it() {
             "stop web.service",
             "stop app.service",
             "run svc:1 dump",
-            "output svc:1 dump",
             "remove svc:1 dump",
             "run img-1 migrate",
             "start app.service",

@@ -100,6 +100,17 @@ impl Bed {
         respond_on(&SPEC, self.dir.path(), &args, &self.sim, &self.podman, run).out
     }
 
+    /// What podman says of app's container's health.
+    fn app_health(&mut self, health: Health) {
+        let app = self
+            .podman
+            .containers
+            .iter_mut()
+            .find(|c| c.unit == "app.service")
+            .expect("app's container");
+        app.health = Some(health);
+    }
+
     fn calls(&self) -> Vec<String> {
         std::mem::take(&mut *self.sim.calls.lock().expect("calls"))
     }
@@ -309,13 +320,7 @@ fn the_migrated_service_starts_first_and_the_others_of_its_image_once_it_serves(
 #[test]
 fn the_others_of_its_image_stay_stopped_while_the_migrated_service_does_not_serve() {
     let mut bed = Bed::new();
-    let app = bed
-        .podman
-        .containers
-        .iter_mut()
-        .find(|c| c.unit == "app.service")
-        .expect("app's container");
-    app.health = Some(Health::Unhealthy);
+    bed.app_health(Health::Unhealthy);
     let out = bed.run(json!({"checks": "when_kept"}));
     assert_eq!(out["failed"], json!(true), "{out}");
     let msg = out["msg"].as_str().unwrap_or_default();
@@ -328,6 +333,32 @@ fn the_others_of_its_image_stay_stopped_while_the_migrated_service_does_not_serv
     for then in ["side.service", "worker@1.service", "worker@2.service"] {
         assert!(!calls.contains(&format!("start {then}")), "{calls:?}");
     }
+}
+
+#[test]
+fn the_others_of_its_image_start_on_a_passing_probe_and_podmans_check_still_judges() {
+    let mut bed = Bed::new();
+    bed.app_health(Health::Starting);
+    bed.podman.health.test = vec!["CMD-SHELL".into(), "true".into()];
+    *bed.podman.health.probe_rcs.lock().expect("rcs") = vec![0];
+    // podman's own check of app fails after refit's probe passed: app never turns healthy.
+    bed.podman.health.recorded_check_fails = true;
+    let out = bed.run(json!({"checks": "when_kept", "timeout": 5}));
+    let calls = bed.calls();
+    for then in SAME_IMAGE {
+        assert!(
+            calls.contains(&format!("start {then}")),
+            "{then} started once app's probe passed: {calls:?}"
+        );
+    }
+    assert_eq!(
+        *bed.podman.health.recorded_checks.lock().expect("checks"),
+        ["c-app.service"],
+        "podman was asked for its check once, in the second wave"
+    );
+    assert_eq!(out["failed"], json!(true), "{out}");
+    let msg = out["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("app.service"), "{msg}");
 }
 
 #[test]

@@ -46,13 +46,17 @@ pub(super) fn start_again_in_waves(
     bounds: Bounds,
 ) -> Result<Vec<String>, MigrateError> {
     let since = host.clock.now();
+    // One probe of each service for both waves: a probe that passed in the first is the one
+    // whose recorded check the second asks for.
+    let mut probes = Probes::new();
     let Some(waves) = waves else {
         let wave = Wave {
             units: stopped,
             pace: Pace::InOrder,
             serving: &[],
+            pass_serves: false,
         };
-        return start_again(host, &wave, since, bounds);
+        return start_again(host, &wave, since, bounds, &mut probes);
     };
     // Every service of a wave is watched, also one a unit of the wave pulled up already.
     let own = services(&waves.own);
@@ -60,21 +64,26 @@ pub(super) fn start_again_in_waves(
         units: &waves.own,
         pace: Pace::AtOnce,
         serving: &own,
+        pass_serves: true,
     };
     let until_served = Bounds {
         min_healthy: Duration::ZERO,
         ..bounds
     };
-    let mut started = start_again(host, &first, since, until_served)?;
+    let mut started = start_again(host, &first, since, until_served, &mut probes)?;
     let all = services(stopped);
     let then = Wave {
         units: &waves.same_image,
         pace: Pace::AtOnce,
         serving: &all,
+        pass_serves: false,
     };
-    started.extend(start_again(host, &then, since, bounds)?);
+    started.extend(start_again(host, &then, since, bounds, &mut probes)?);
     Ok(started)
 }
+
+/// Each service's health probe, by service.
+type Probes = HashMap<String, HealthProbe>;
 
 /// One start of a migration's stopped units.
 struct Wave<'a> {
@@ -83,6 +92,10 @@ struct Wave<'a> {
     pace: Pace,
     /// The services that must serve besides those this wave starts.
     serving: &'a [String],
+    /// A passing probe of a service's own health command is enough to serve: the first wave
+    /// proves its new release answers, and the next need not also wait for podman's
+    /// recorded check (which it then asks for, and judges).
+    pass_serves: bool,
 }
 
 /// Starts a wave at its pace; returns what it started once that and every one of its
@@ -93,6 +106,7 @@ fn start_again(
     wave: &Wave,
     since: Instant,
     bounds: Bounds,
+    probes: &mut Probes,
 ) -> Result<Vec<String>, MigrateError> {
     let Bounds {
         deadline,
@@ -117,7 +131,13 @@ fn start_again(
             watched.push(s);
         }
     }
-    wait_healthy(host, &watched, since, deadline, min_healthy)?;
+    let serving = Serving {
+        since,
+        deadline,
+        min_healthy,
+        pass_serves: wave.pass_serves,
+    };
+    wait_healthy(host, &watched, &serving, probes)?;
     Ok(started)
 }
 
@@ -130,16 +150,32 @@ fn services(units: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// What a wait wants of its services.
+struct Serving {
+    /// When the starts began, from which the deadline runs.
+    since: Instant,
+    deadline: Duration,
+    /// How long every service must serve without a break.
+    min_healthy: Duration,
+    /// Whether a passing probe serves (`Wave::pass_serves`).
+    pass_serves: bool,
+}
+
 /// Waits until every container of `services` has served (running, and healthy where it has a
 /// check) for `min_healthy` without a break; fails at once on an unhealthy one, a service that
 /// went down, or the deadline.
 fn wait_healthy(
     host: &Host,
     services: &[String],
-    t0: Instant,
-    deadline: Duration,
-    min_healthy: Duration,
+    want: &Serving,
+    probes: &mut Probes,
 ) -> Result<(), MigrateError> {
+    let Serving {
+        since: t0,
+        deadline,
+        min_healthy,
+        pass_serves,
+    } = *want;
     if services.is_empty() {
         return Ok(());
     }
@@ -150,7 +186,6 @@ fn wait_healthy(
     let mut noted_healthy: Vec<String> = Vec::new();
     // Each service's container is probed while podman still says `starting`: health is seen
     // as the service is ready, not at podman's next timer check.
-    let mut probes: HashMap<&String, HealthProbe> = HashMap::new();
     loop {
         let statuses = host.systemd.show(services).map_err(StopError::from)?;
         for s in statuses.iter().filter(|s| s.is_active()) {
@@ -162,12 +197,15 @@ fn wait_healthy(
         for svc in services {
             match containers.iter().find(|c| &c.unit == svc && c.running()) {
                 None => waiting.push((svc, "no running container".into())),
-                Some(c) => match probed(&mut probes, svc, host, c, t0 + deadline)
+                Some(c) => match probed(probes, svc, host, c, t0 + deadline, pass_serves)
                     .as_ref()
                     .or(c.health.as_ref())
                 {
                     None => {}
                     Some(Health::Healthy) => note_once(&mut noted_healthy, svc, "healthy"),
+                    Some(Health::Starting) if probes.get(svc).is_some_and(HealthProbe::passed) => {
+                        note_once(&mut noted_healthy, svc, "answers its health check");
+                    }
                     Some(Health::Unhealthy) => {
                         return Err(MigrateError::NotServing {
                             service: svc.clone(),
@@ -215,19 +253,22 @@ fn wait_healthy(
 }
 
 /// The health podman reported after the run of its check that a passing probe of `svc`'s
-/// container asked for in this look; None when none ran.
-fn probed<'a>(
-    probes: &mut HashMap<&'a String, HealthProbe>,
-    svc: &'a String,
+/// container asked for in this look; None when none ran, or when a passing probe serves
+/// (`pass_serves`) and the check is left to a later look.
+fn probed(
+    probes: &mut Probes,
+    svc: &str,
     host: &Host,
     c: &crate::podman::ContainerInfo,
     deadline: Instant,
+    pass_serves: bool,
 ) -> Option<Health> {
     let health = c.health.as_ref()?;
-    probes
-        .entry(svc)
-        .or_insert_with(|| HealthProbe::until(deadline))
-        .look(host.podman, host.clock, &c.id, health)
+    let probe = probes
+        .entry(svc.to_string())
+        .or_insert_with(|| HealthProbe::until(deadline));
+    probe.take_a_pass(pass_serves);
+    probe.look(host.podman, host.clock, &c.id, health)
 }
 
 /// One progress line for `service` reaching `moment`, the first time it is seen.

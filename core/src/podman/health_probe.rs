@@ -7,7 +7,10 @@
 //! command itself, as a plain exec that podman's health accounting never sees: a probe that
 //! fails while the app boots never counts toward `Retries`, the failing streak or `unhealthy`.
 //! Once a probe passes, podman is asked once to run its recorded check, so that its status
-//! turns `healthy`; the wait goes on judging podman's status alone, as it did.
+//! turns `healthy`; the wait goes on judging podman's status alone, as it did. A wait that only
+//! needs to know the service answers takes the pass itself (`take_a_pass`: a migration's first
+//! wave, after which the rest of its image starts), and the recorded check is asked for at the
+//! next look made without, by the wait that judges podman's status.
 //!
 //! That recorded check is a real one: should it fail after all (podman's `HealthTimeout` is
 //! shorter than the probe took, or the app is flaky), it counts toward the failing streak, and
@@ -175,6 +178,11 @@ pub struct HealthProbe {
     /// to its deadline, it was probed `MAX_PROBES` times, or podman's recorded check was asked
     /// for (or left to its timer).
     done: bool,
+    /// A probe passed whose recorded check waits for a look that does not take a pass
+    /// (`take_a_pass`).
+    passed: bool,
+    /// A passing probe is enough for now: podman's recorded check is left to a later look.
+    take_a_pass: bool,
 }
 
 impl HealthProbe {
@@ -188,7 +196,21 @@ impl HealthProbe {
             probes: 0,
             warned: false,
             done: false,
+            passed: false,
+            take_a_pass: false,
         }
+    }
+
+    /// Whether a passing probe ends the looks for now, podman's recorded check left to the
+    /// next look made without: for a wait that only needs to know the service answers (the
+    /// first wave of a migration's starts, whose next wave then waits for podman's status).
+    pub fn take_a_pass(&mut self, take: bool) {
+        self.take_a_pass = take;
+    }
+
+    /// True when a probe of the container passed and podman's recorded check is yet to come.
+    pub fn passed(&self) -> bool {
+        self.passed
     }
 
     /// Called on each look at a wanted container podman reports as `health`: probes it when
@@ -212,8 +234,19 @@ impl HealthProbe {
             self.probes = 0;
             self.warned = false;
             self.done = false;
+            self.passed = false;
         }
         let now = clock.now();
+        if self.passed {
+            if self.take_a_pass {
+                return None;
+            }
+            let until = now + PROBE_TIMEOUT.min(self.deadline.saturating_duration_since(now));
+            let cmd = self.command.clone()?;
+            return self
+                .record(podman, clock, container, &cmd, now, until)
+                .unwrap_or_else(|e| self.failed(container, e, true));
+        }
         let due = self
             .last
             .is_none_or(|t| now.duration_since(t) >= spacing(self.probes));
@@ -232,24 +265,29 @@ impl HealthProbe {
         match self.probe(podman, clock, container, now, &mut until) {
             Ok(after) => after,
             Err(e) => {
-                // An exec given up runs on in the container: no more of them, nor of any probe
-                // that ran to its deadline.
-                let last = matches!(
-                    e,
-                    ProbeError::TimedOut { .. } | ProbeError::UnknownTest { .. }
-                );
-                if last || clock.now() >= until {
-                    self.done = true;
-                }
-                if self.warned {
-                    tracing::debug!(container, error = %e, "health probe");
-                } else {
-                    self.warned = true;
-                    tracing::warn!(container, error = %e, "health probe");
-                }
-                None
+                let past = clock.now() >= until;
+                self.failed(container, e, past)
             }
         }
+    }
+
+    /// Logs a probe's error, and ends the probing when it ran `past` its deadline or can never
+    /// work: an exec given up runs on in the container, so no more of them.
+    fn failed(&mut self, container: &str, e: ProbeError, past: bool) -> Option<Health> {
+        let last = matches!(
+            e,
+            ProbeError::TimedOut { .. } | ProbeError::UnknownTest { .. }
+        );
+        if last || past {
+            self.done = true;
+        }
+        if self.warned {
+            tracing::debug!(container, error = %e, "health probe");
+        } else {
+            self.warned = true;
+            tracing::warn!(container, error = %e, "health probe");
+        }
+        None
     }
 
     /// One probe begun at `began`, all of whose calls end by `until`; that is moved up to the
@@ -262,17 +300,7 @@ impl HealthProbe {
         began: Instant,
         until: &mut Instant,
     ) -> Result<Option<Health>, ProbeError> {
-        let left = |until: Instant| {
-            let left = until.saturating_duration_since(clock.now());
-            if left.is_zero() {
-                Err(ProbeError::TimedOut {
-                    container: container.to_string(),
-                    timeout: until - began,
-                })
-            } else {
-                Ok(left)
-            }
-        };
+        let left = |until: Instant| time_left(clock, container, began, until);
         let cmd = match &self.command {
             Some(cmd) => cmd.clone(),
             None => match podman.health_command(container, left(*until)?)? {
@@ -296,8 +324,27 @@ impl HealthProbe {
         if rc != 0 {
             return Ok(None);
         }
-        // Asked once, whatever it answers, and only while its failing could not turn the
-        // container unhealthy: refit must never be what does.
+        if self.take_a_pass {
+            self.passed = true;
+            return Ok(None);
+        }
+        self.record(podman, clock, container, &cmd, began, until)
+    }
+
+    /// Asks podman for its recorded check once, after a passing probe, whatever it answers, and
+    /// only while its failing could not turn the container unhealthy: refit must never be what
+    /// does. All its calls end by `until`.
+    fn record(
+        &mut self,
+        podman: &dyn HealthProbes,
+        clock: &dyn Clock,
+        container: &str,
+        cmd: &HealthCommand,
+        began: Instant,
+        until: Instant,
+    ) -> Result<Option<Health>, ProbeError> {
+        let left = |until: Instant| time_left(clock, container, began, until);
+        self.passed = false;
         let streak = podman.failing_streak(container, left(until)?)?;
         self.done = true;
         if streak.saturating_add(1) >= cmd.retries {
@@ -307,6 +354,24 @@ impl HealthProbe {
         let now = podman.run_recorded_check(container, left(until)?)?;
         tracing::debug!(container, health = ?now, "podman ran its recorded health check");
         Ok(now)
+    }
+}
+
+/// What is left of a probe's time until `until`; none left is the probe's timeout.
+fn time_left(
+    clock: &dyn Clock,
+    container: &str,
+    began: Instant,
+    until: Instant,
+) -> Result<Duration, ProbeError> {
+    let left = until.saturating_duration_since(clock.now());
+    if left.is_zero() {
+        Err(ProbeError::TimedOut {
+            container: container.to_string(),
+            timeout: until - began,
+        })
+    } else {
+        Ok(left)
     }
 }
 

@@ -98,6 +98,34 @@ fn the_look_whose_probe_passed_answers_what_podman_said_after_its_check() {
 }
 
 #[test]
+fn a_pass_taken_leaves_the_recorded_check_to_the_next_look_without_one() {
+    let p = podman(Some(Health::Starting), shell("test -f /ready"), vec![0]);
+    let clock = FakeClock::default();
+    let mut probe = HealthProbe::until(clock.now() + Duration::from_secs(10));
+    probe.take_a_pass(true);
+    assert_eq!(probe.look(&p, &clock, "c1", &Health::Starting), None);
+    assert!(probe.passed());
+    clock.sleep(SPACING);
+    assert_eq!(probe.look(&p, &clock, "c1", &Health::Starting), None);
+    assert!(p.health.recorded_checks.lock().expect("checks").is_empty());
+    assert_eq!(p.health.probed(), 1, "a pass is not probed again");
+    probe.take_a_pass(false);
+    assert_eq!(
+        probe.look(&p, &clock, "c1", &Health::Starting),
+        Some(Health::Healthy),
+        "the next look asks for podman's check at once"
+    );
+    assert!(!probe.passed());
+    assert_eq!(*p.health.recorded_checks.lock().expect("checks"), ["c1"]);
+    assert_eq!(p.health.probed(), 1);
+    // A restarted container is probed afresh: its pass is its own, not the old one's.
+    probe.take_a_pass(true);
+    assert_eq!(probe.look(&p, &clock, "c2", &Health::Starting), None);
+    assert!(probe.passed());
+    assert_eq!(p.health.probed(), 2, "c2 was probed itself");
+}
+
+#[test]
 fn probes_come_250_ms_apart_at_first_then_back_off_up_to_2_s() {
     let p = podman(None, shell("false"), vec![1]);
     let clock = FakeClock::default();

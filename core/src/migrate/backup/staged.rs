@@ -98,7 +98,10 @@ impl Staged<'_> {
                 });
             }
         };
-        let tail = crate::migrate::tail(&site.host.podman.oneoff_output(self.container.prepared()));
+        // The dump's output only explains a failure: a success does not wait to read it.
+        let tail = (rc != 0).then(|| {
+            crate::migrate::tail(&site.host.podman.oneoff_output(self.container.prepared()))
+        });
         self.container.remove()?;
         let Staged {
             backup,
@@ -114,7 +117,7 @@ impl Staged<'_> {
                 source_name: origin.source.to_string(),
                 rc,
                 dir: taken.dir,
-                tail,
+                tail: tail.unwrap_or_default(),
             });
         }
         taken.size_bytes = size_of(&dir.path);
