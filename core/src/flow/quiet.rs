@@ -22,8 +22,10 @@ impl Quiet {
     /// plan. A record that cannot be read is only a record not taken: podman is asked, and
     /// the call keeps a new one.
     pub fn look(p: &Params, state: &StateDir, scope: &Scope, host: &Host) -> Quiet {
-        let stores = Stores::of_scope(scope).filter(|_| super::plan::wanted(p));
-        let Some(stores) = stores else {
+        if !super::plan::wanted(p) {
+            return Quiet::default();
+        }
+        let Some(stores) = Stores::of_scope(scope) else {
             return Quiet::default();
         };
         let marks = stores.marks();

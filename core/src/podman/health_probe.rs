@@ -237,38 +237,35 @@ impl HealthProbe {
             self.passed = false;
         }
         let now = clock.now();
-        if self.passed {
+        let left = self.deadline.saturating_duration_since(now);
+        let mut until = now + PROBE_TIMEOUT.min(left);
+        let looked = if self.passed {
+            // A pass taken earlier: its recorded check, once a look does not take it.
             if self.take_a_pass {
                 return None;
             }
-            let until = now + PROBE_TIMEOUT.min(self.deadline.saturating_duration_since(now));
             let cmd = self.command.clone()?;
-            return self
-                .record(podman, clock, container, &cmd, now, until)
-                .unwrap_or_else(|e| self.failed(container, e, true));
-        }
-        let due = self
-            .last
-            .is_none_or(|t| now.duration_since(t) >= spacing(self.probes));
-        let left = self.deadline.saturating_duration_since(now);
-        if self.done || !due || left.is_zero() {
-            return None;
-        }
-        if self.probes >= MAX_PROBES {
-            tracing::debug!(container, probes = self.probes, "no more health probes");
-            self.done = true;
-            return None;
-        }
-        self.last = Some(now);
-        self.probes += 1;
-        let mut until = now + PROBE_TIMEOUT.min(left);
-        match self.probe(podman, clock, container, now, &mut until) {
-            Ok(after) => after,
-            Err(e) => {
-                let past = clock.now() >= until;
-                self.failed(container, e, past)
+            self.record(podman, clock, container, &cmd, now, until)
+        } else {
+            let due = self
+                .last
+                .is_none_or(|t| now.duration_since(t) >= spacing(self.probes));
+            if self.done || !due || left.is_zero() {
+                return None;
             }
-        }
+            if self.probes >= MAX_PROBES {
+                tracing::debug!(container, probes = self.probes, "no more health probes");
+                self.done = true;
+                return None;
+            }
+            self.last = Some(now);
+            self.probes += 1;
+            self.probe(podman, clock, container, now, &mut until)
+        };
+        looked.unwrap_or_else(|e| {
+            let past = clock.now() >= until;
+            self.failed(container, e, past)
+        })
     }
 
     /// Logs a probe's error, and ends the probing when it ran `past` its deadline or can never
